@@ -1,0 +1,195 @@
+//! Diagnostics: the coded messages every command reports, and how they are printed.
+//!
+//! A diagnostic has a stable code (documented in the README), a severity, a message and, where
+//! one exists, a hint naming a concrete working alternative. This module performs no I/O except
+//! in [`Failure::eprint`]/[`eprint_all`], which write to a caller-supplied writer.
+
+use serde::Serialize;
+use std::fmt;
+use std::io::Write;
+
+/// A stable diagnostic code such as `DRIVER_TOO_OLD`. Codes are part of the CLI contract.
+pub type Code = &'static str;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl fmt::Display for Severity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        })
+    }
+}
+
+/// Where in a user's file a problem sits (1-based line and column).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<Location>,
+}
+
+impl Diagnostic {
+    pub fn error(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            code,
+            severity: Severity::Error,
+            message: message.into(),
+            hint: None,
+            location: None,
+        }
+    }
+
+    pub fn warning(code: Code, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, message)
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_location(mut self, location: Option<Location>) -> Self {
+        self.location = location;
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    /// uv-style: `error[CODE]: message`, an optional `  --> file:line:col`, then `hint: ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]: {}", self.severity, self.code, self.message)?;
+        if let Some(loc) = &self.location {
+            write!(f, "\n  --> {loc}")?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Process exit codes: the contract documented in the README and `--help`.
+pub mod exit {
+    /// Success (warnings allowed).
+    pub const OK: i32 = 0;
+    /// A user-facing failure: bad spec, incompatible combination, stale lock, failed check.
+    pub const FAILURE: i32 = 1;
+    /// Usage error, or an envbuild bug.
+    pub const USAGE: i32 = 2;
+}
+
+/// Why a command failed: the diagnostics to show and the exit code to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub diagnostics: Vec<Diagnostic>,
+    pub exit_code: i32,
+}
+
+impl Failure {
+    /// A user-facing failure (exit 1) made of these diagnostics.
+    pub fn new(diagnostics: Vec<Diagnostic>) -> Self {
+        Failure {
+            diagnostics,
+            exit_code: exit::FAILURE,
+        }
+    }
+
+    pub fn one(diagnostic: Diagnostic) -> Self {
+        Failure::new(vec![diagnostic])
+    }
+
+    /// A usage error (exit 2).
+    pub fn usage(message: impl Into<String>, hint: Option<String>) -> Self {
+        let mut d = Diagnostic::error(codes::USAGE, message);
+        d.hint = hint;
+        Failure {
+            diagnostics: vec![d],
+            exit_code: exit::USAGE,
+        }
+    }
+
+    /// An envbuild bug (exit 2): the user did nothing wrong.
+    pub fn bug(message: impl Into<String>) -> Self {
+        Failure {
+            diagnostics: vec![Diagnostic::error(codes::INTERNAL, message).with_hint(
+                "this is an envbuild bug, not a problem with your input; please report it",
+            )],
+            exit_code: exit::USAGE,
+        }
+    }
+
+    /// Reading or writing a file failed.
+    pub fn io(path: &std::path::Path, err: &std::io::Error) -> Self {
+        Failure::one(Diagnostic::error(
+            codes::IO_ERROR,
+            format!("cannot access `{}`: {err}", path.display()),
+        ))
+    }
+
+    pub fn eprint(&self, w: &mut dyn Write) {
+        eprint_all(&self.diagnostics, w);
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.diagnostics.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// Print diagnostics, errors first, one blank line between them.
+pub fn eprint_all(diagnostics: &[Diagnostic], w: &mut dyn Write) {
+    let mut sorted: Vec<&Diagnostic> = diagnostics.iter().collect();
+    sorted.sort_by_key(|d| d.severity);
+    for d in sorted {
+        let _ = writeln!(w, "{d}\n");
+    }
+}
+
+/// Codes shared by every command. Module-specific codes live beside their module
+/// (`resolve::codes`, `smoke`, `docker`), and all are listed in the README.
+pub mod codes {
+    use super::Code;
+    pub const USAGE: Code = "USAGE";
+    pub const INTERNAL: Code = "INTERNAL";
+    pub const IO_ERROR: Code = "IO_ERROR";
+}

@@ -1,0 +1,12 @@
+//! envbuild: a declarative, pinned PyTorch/CUDA environment spec, resolved against an embedded
+//! compatibility table into a reproducible lock, rendered into environment.yml and Dockerfiles,
+//! built through the Docker Engine API and proven to use the GPU by an embedded smoke test.
+//!
+//! The pipeline's pure core (spec, compat, resolve, lock, render) performs no I/O; the modules
+//! that touch the world are `fsutil` (files), `docker` (the engine), `host` (driver/GPU probes),
+//! `smoke` (runs Python) and `commands` (wiring).
+
+pub mod cli;
+pub mod commands;
+pub mod diag;
+pub mod fsutil;
