@@ -70,7 +70,9 @@ pub fn write_all_atomic(files: &[(std::path::PathBuf, Vec<u8>)]) -> Result<(), F
         std::fs::create_dir_all(dir).map_err(|e| Failure::io(dir, &e))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Failure::io(dir, &e))?;
         tmp.write_all(contents).map_err(|e| Failure::io(path, &e))?;
-        tmp.as_file().sync_all().map_err(|e| Failure::io(path, &e))?;
+        tmp.as_file()
+            .sync_all()
+            .map_err(|e| Failure::io(path, &e))?;
         staged.push((tmp, path));
     }
     for (tmp, path) in staged {

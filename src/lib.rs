@@ -10,3 +10,5 @@ pub mod cli;
 pub mod commands;
 pub mod diag;
 pub mod fsutil;
+pub mod smoke;
+pub mod version;

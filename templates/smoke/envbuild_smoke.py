@@ -1,0 +1,1 @@
+# placeholder: the smoke test script (issue 5)
