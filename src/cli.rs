@@ -126,6 +126,12 @@ pub struct ImageArgs {
     /// Build even when an image with the same lock hash exists.
     #[arg(long)]
     pub rebuild: bool,
+    /// Run the smoke test even when this image already passed it on this engine.
+    #[arg(long)]
+    pub retest: bool,
+    /// Shared memory for the smoke container (bytes, or with k/m/g), at least the lock's need.
+    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse_size)]
+    pub shm_size: u64,
     /// GPU request for the smoke-test container.
     #[arg(long, value_enum, default_value = "all")]
     pub gpus: GpusArg,
@@ -151,20 +157,44 @@ pub struct TestArgs {
     /// The image to test (name:tag or id).
     pub image: String,
     /// Check the image against this lock's expectations.
-    #[arg(long, value_name = "LOCK")]
+    #[arg(long, value_name = "LOCK", conflicts_with = "expect")]
     pub lock: Option<PathBuf>,
+    /// Check the image against these expectations (the smoke test's `expect.json` format).
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
     /// GPU request for the smoke-test container.
     #[arg(long, value_enum, default_value = "all")]
     pub gpus: GpusArg,
     /// Smoke-test time limit in seconds.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]
     pub timeout: u64,
+    /// Shared memory for the smoke container (bytes, or with k/m/g), at least the lock's need.
+    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse_size)]
+    pub shm_size: u64,
     /// Print the verdict as JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// Write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+}
+
+/// `1073741824`, `512m`, `2g`, `64k` (binary units, as `docker run --shm-size`).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.strip_suffix('b').unwrap_or(&t);
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1u64 << 20),
+        Some('g') => (&t[..t.len() - 1], 1u64 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size such as 1073741824, 512m or 2g"))?;
+    n.checked_mul(mult)
+        .filter(|v| *v > 0 && *v <= i64::MAX as u64)
+        .ok_or_else(|| format!("`{s}` is not a usable size"))
 }
 
 #[derive(Debug, Args)]

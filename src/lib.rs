@@ -9,6 +9,7 @@
 pub mod cli;
 pub mod commands;
 pub mod diag;
+pub mod docker;
 pub mod fsutil;
 pub mod smoke;
 pub mod version;

@@ -1,0 +1,150 @@
+//! Shared by `envbuild image` and `envbuild test`: run the smoke test in a container from an
+//! image and report the verdicts (table or JSON on stdout, JUnit file, exit code).
+//! Performs I/O: the engine, stdout/stderr and the JUnit file.
+
+use super::verdict::{junit_xml, passed, render_table, SuiteResult};
+use crate::diag::Failure;
+use crate::docker::run::{run_smoke, Interrupt, SmokeMode, SmokeOutcome, SmokeRequest};
+use crate::docker::Engine;
+use crate::smoke::Expectations;
+use std::path::Path;
+use std::time::Duration;
+
+/// How the smoke container runs.
+#[derive(Debug, Clone)]
+pub struct SmokeSettings {
+    pub gpus: bool,
+    pub timeout: Duration,
+    pub shm_bytes: u64,
+    pub run_id: String,
+}
+
+impl SmokeSettings {
+    pub fn mode(&self) -> SmokeMode {
+        if self.gpus {
+            SmokeMode::Gpu
+        } else {
+            SmokeMode::Cpu
+        }
+    }
+}
+
+/// One image's smoke result, kept for the summary.
+pub struct SmokeResult {
+    /// The suite name: the image's tag.
+    pub name: String,
+    pub outcome: Result<SmokeOutcome, Failure>,
+    /// The verdict was reused from an earlier run on the same image and engine.
+    pub reused: bool,
+}
+
+impl SmokeResult {
+    pub fn passed(&self) -> bool {
+        matches!(&self.outcome, Ok(o) if passed(&o.report, o.exit_code))
+    }
+}
+
+/// Run the embedded script against `image`. `expectations: None` uses the image's own file.
+pub async fn smoke(
+    engine: &Engine,
+    image: &str,
+    expectations: Option<Expectations>,
+    settings: &SmokeSettings,
+    interrupt: Interrupt,
+) -> Result<SmokeOutcome, Failure> {
+    let need = expectations
+        .as_ref()
+        .and_then(|e| e.min_shm_bytes)
+        .unwrap_or(0);
+    let shm = settings.shm_bytes.max(need).min(i64::MAX as u64) as i64;
+    let req = SmokeRequest {
+        image: image.to_string(),
+        expectations,
+        script: Some(crate::smoke::SCRIPT.as_bytes().to_vec()),
+        mode: settings.mode(),
+        gpus: settings.gpus,
+        shm_bytes: shm,
+        timeout: settings.timeout,
+        run_id: settings.run_id.clone(),
+    };
+    run_smoke(engine, &req, interrupt).await
+}
+
+/// Print the verdicts, write JUnit, and turn them into the exit code (or the first failure).
+/// `extra` is merged into the `--json` document (build results of `envbuild image`).
+pub fn report(
+    results: Vec<SmokeResult>,
+    json: bool,
+    junit: Option<&Path>,
+    extra: serde_json::Map<String, serde_json::Value>,
+) -> Result<i32, Failure> {
+    if let Some(path) = junit {
+        let suites: Vec<(String, SuiteResult<'_>)> = results
+            .iter()
+            .map(|r| {
+                let s = match &r.outcome {
+                    Ok(o) => SuiteResult::Report(&o.report),
+                    Err(f) => SuiteResult::Error {
+                        code: f.diagnostics.first().map(|d| d.code).unwrap_or("INTERNAL"),
+                        message: f.to_string(),
+                    },
+                };
+                (r.name.clone(), s)
+            })
+            .collect();
+        crate::fsutil::write_atomic(path, junit_xml(&suites).as_bytes())?;
+    }
+    let all_passed = results.iter().all(SmokeResult::passed);
+    if json {
+        let mut doc = extra;
+        doc.insert(
+            "verdict".into(),
+            (if all_passed { "pass" } else { "fail" }).into(),
+        );
+        let smoke: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| match &r.outcome {
+                Ok(o) => serde_json::json!({
+                    "image": r.name,
+                    "passed": passed(&o.report, o.exit_code),
+                    "reused": r.reused,
+                    "exit_code": o.exit_code,
+                    "report": o.report,
+                }),
+                Err(f) => serde_json::json!({
+                    "image": r.name,
+                    "passed": false,
+                    "error": f.diagnostics,
+                }),
+            })
+            .collect();
+        doc.insert("smoke".into(), smoke.into());
+        let text = serde_json::to_string_pretty(&doc)
+            .map_err(|e| Failure::bug(format!("cannot write the JSON verdict: {e}")))?;
+        println!("{text}");
+    } else {
+        for r in &results {
+            if let Ok(o) = &r.outcome {
+                let mut title = format!("smoke test of {}", r.name);
+                if r.reused {
+                    title.push_str(" (verdict reused; --retest runs it again)");
+                }
+                print!("{}", render_table(&title, &o.report, o.exit_code));
+                if !passed(&o.report, o.exit_code) && !o.stderr_tail.is_empty() {
+                    eprintln!("smoke test stderr (last lines):\n{}", o.stderr_tail);
+                }
+            }
+        }
+    }
+    let mut first_failure = None;
+    for r in results {
+        if let Err(f) = r.outcome {
+            first_failure.get_or_insert(f);
+        }
+    }
+    match first_failure {
+        Some(f) => Err(f),
+        None if all_passed => Ok(crate::diag::exit::OK),
+        None => Ok(crate::diag::exit::FAILURE),
+    }
+}

@@ -1,0 +1,175 @@
+//! The Docker engine edge: connecting, building and running smoke-test containers through the
+//! Docker Engine API (bollard). This is the only module that imports bollard, and every
+//! submodule except [`context`] performs network I/O against the engine.
+//!
+//! The engine is found like the `docker` CLI finds it: `DOCKER_HOST` (`unix://`, `tcp://`,
+//! `https://` or `tcp://` with `DOCKER_TLS_VERIFY`/`DOCKER_CERT_PATH`, `ssh://`), else the local
+//! socket. Every engine error is turned into a coded [`Failure`] with a hint here, so the
+//! commands never see a bollard type.
+
+pub mod build;
+pub mod context;
+pub mod images;
+pub mod run;
+
+use crate::diag::{Diagnostic, Failure};
+use bollard::Docker;
+use std::time::Duration;
+
+/// Diagnostic codes of the engine layer (listed in docs/image.md).
+pub mod codes {
+    use crate::diag::Code;
+    pub const ENGINE_UNREACHABLE: Code = "ENGINE_UNREACHABLE";
+    pub const ENGINE_ERROR: Code = "ENGINE_ERROR";
+    pub const BASE_IMAGE_MISSING: Code = "BASE_IMAGE_MISSING";
+    pub const BUILD_STEP_FAILED: Code = "BUILD_STEP_FAILED";
+    pub const BUILD_FAILED: Code = "BUILD_FAILED";
+    pub const CONTEXT_INVALID: Code = "CONTEXT_INVALID";
+    pub const IMAGE_NOT_FOUND: Code = "IMAGE_NOT_FOUND";
+    pub const NO_GPU_RUNTIME: Code = "NO_GPU_RUNTIME";
+    pub const SMOKE_TIMEOUT: Code = "SMOKE_TIMEOUT";
+    pub const SMOKE_NO_REPORT: Code = "SMOKE_NO_REPORT";
+    pub const SMOKE_FAILED: Code = "SMOKE_FAILED";
+    pub const INTERRUPTED: Code = "INTERRUPTED";
+}
+
+/// Image and container labels envbuild sets (and filters on).
+pub mod labels {
+    pub const LOCK_SHA256: &str = "io.envbuild.lock-sha256";
+    pub const VARIANT: &str = "io.envbuild.variant";
+    pub const SUMMARY: &str = "io.envbuild.summary";
+    /// On every smoke-test container, so leftovers can be found with a label filter.
+    pub const SMOKE: &str = "io.envbuild.smoke";
+    /// The per-run id on smoke-test containers.
+    pub const RUN_ID: &str = "io.envbuild.run";
+}
+
+/// A connected engine.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) docker: Docker,
+    /// Where the engine was found, for messages (`unix:///var/run/docker.sock`, ...).
+    pub host: String,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("host", &self.host).finish()
+    }
+}
+
+/// How long to wait for the engine to answer a ping before calling it unreachable.
+const PING_TIMEOUT: Duration = Duration::from_secs(10);
+/// bollard's timeout bounds the wait for response headers; builds and waits stream for longer,
+/// and envbuild enforces its own limits around them.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
+
+fn unreachable_hint() -> String {
+    "start the Docker engine (`sudo systemctl start docker`, or `dockerd &`), or point \
+     DOCKER_HOST at a reachable one (unix:///path, tcp://host:2376 with DOCKER_TLS_VERIFY=1 and \
+     DOCKER_CERT_PATH, ssh://user@host)"
+        .to_string()
+}
+
+/// Connect to the engine named by `DOCKER_HOST` (or the local socket) and check that it answers.
+pub async fn connect() -> Result<Engine, Failure> {
+    let host = std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".to_string());
+    // An empty DOCKER_HOST means "the default", as for the docker CLI; bollard would refuse it.
+    let docker = if std::env::var("DOCKER_HOST").is_ok_and(|h| !h.is_empty()) {
+        Docker::connect_with_defaults()
+    } else {
+        Docker::connect_with_host(&host)
+    }
+    .map_err(|e| {
+        Failure::one(
+            Diagnostic::error(
+                codes::ENGINE_UNREACHABLE,
+                format!("cannot use the Docker engine at `{host}`: {e}"),
+            )
+            .with_hint(unreachable_hint()),
+        )
+    })?
+    .with_timeout(REQUEST_TIMEOUT);
+    match tokio::time::timeout(PING_TIMEOUT, docker.ping()).await {
+        Ok(Ok(_)) => Ok(Engine { docker, host }),
+        Ok(Err(e)) => Err(Failure::one(
+            Diagnostic::error(
+                codes::ENGINE_UNREACHABLE,
+                format!("the Docker engine at `{host}` does not answer: {e}"),
+            )
+            .with_hint(unreachable_hint()),
+        )),
+        Err(_) => Err(Failure::one(
+            Diagnostic::error(
+                codes::ENGINE_UNREACHABLE,
+                format!(
+                    "the Docker engine at `{host}` did not answer within {}s",
+                    PING_TIMEOUT.as_secs()
+                ),
+            )
+            .with_hint(unreachable_hint()),
+        )),
+    }
+}
+
+/// An engine call failed in a way envbuild has no specific advice for.
+pub(crate) fn engine_error(what: &str, err: &bollard::errors::Error) -> Failure {
+    Failure::one(
+        Diagnostic::error(codes::ENGINE_ERROR, format!("{what}: {}", short_error(err)))
+            .with_hint("check the engine's health with `docker info`, and its log"),
+    )
+}
+
+/// The engine's own message where there is one, without bollard's wrapper text.
+pub(crate) fn short_error(err: &bollard::errors::Error) -> String {
+    use bollard::errors::Error as E;
+    match err {
+        E::DockerResponseServerError { message, .. } => message.trim().to_string(),
+        E::DockerStreamError { error } => error.trim().to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether the error is the engine's "no such image/container" answer.
+pub(crate) fn is_not_found(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+/// A new id for one run's containers: unique enough to tell concurrent runs apart.
+pub fn new_run_id() -> String {
+    use sha2::{Digest, Sha256};
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!("{}-{}", std::process::id(), nanos);
+    hex(&Sha256::digest(seed.as_bytes()))[..16].to_string()
+}
+
+/// Lower-case hex of a byte slice (sha2 0.11 digests no longer format as hex themselves).
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// A tokio runtime for one command. Two worker threads are plenty for one engine connection.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::bug(format!("cannot start the async runtime: {e}")))
+}

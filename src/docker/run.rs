@@ -1,0 +1,535 @@
+//! The smoke-test container's lifecycle: create it (labelled, exec-form command, GPU request,
+//! shared memory, no network), copy the embedded script and expectations in, start it, wait
+//! under a time limit, read its report, and remove it on every path: success, failure,
+//! timeout and interruption. Performs network I/O against the engine.
+
+use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
+use crate::diag::{Diagnostic, Failure};
+use crate::smoke::{Expectations, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
+use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use futures_util::StreamExt;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Which checks the script runs: `gpu` needs a usable device, `cpu` runs the GPU-less ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmokeMode {
+    Gpu,
+    Cpu,
+}
+
+impl SmokeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SmokeMode::Gpu => "gpu",
+            SmokeMode::Cpu => "cpu",
+        }
+    }
+}
+
+/// One smoke-test run.
+#[derive(Debug, Clone)]
+pub struct SmokeRequest {
+    pub image: String,
+    /// Copied in as the expectations file; `None` uses the one the image carries.
+    pub expectations: Option<Expectations>,
+    /// Copied in as the script; `None` uses the one the image carries.
+    pub script: Option<Vec<u8>>,
+    pub mode: SmokeMode,
+    /// Request every GPU (`docker run --gpus all`).
+    pub gpus: bool,
+    /// `/dev/shm` size in bytes (DataLoader workers share tensors through it).
+    pub shm_bytes: i64,
+    pub timeout: Duration,
+    /// Labels the container (`io.envbuild.run`) so this run's leftovers can be found.
+    pub run_id: String,
+}
+
+/// What the smoke container produced.
+#[derive(Debug, Clone)]
+pub struct SmokeOutcome {
+    pub report: SmokeReport,
+    pub exit_code: i64,
+    /// The last lines the script wrote to stderr.
+    pub stderr_tail: String,
+    pub elapsed: Duration,
+}
+
+/// Resolves when the user interrupts (SIGINT, Ctrl-C) or CI cancels (SIGTERM).
+pub type Interrupt = Shared<BoxFuture<'static, ()>>;
+
+/// Install the SIGINT/SIGTERM handlers; from now on a signal no longer kills the process, it
+/// resolves the returned future, and the command cleans up and exits with `INTERRUPTED`.
+/// Must be called inside the tokio runtime.
+pub fn install_interrupt() -> Result<Interrupt, Failure> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut int = signal(SignalKind::interrupt())
+        .map_err(|e| Failure::bug(format!("cannot install the SIGINT handler: {e}")))?;
+    let mut term = signal(SignalKind::terminate())
+        .map_err(|e| Failure::bug(format!("cannot install the SIGTERM handler: {e}")))?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {},
+            _ = term.recv() => {},
+        }
+    }
+    .boxed()
+    .shared())
+}
+
+/// The `INTERRUPTED` failure.
+pub fn interrupted(during: &str) -> Failure {
+    Failure::one(
+        Diagnostic::error(codes::INTERRUPTED, format!("interrupted during {during}"))
+            .with_hint("nothing was left running: the smoke container (if any) was removed"),
+    )
+}
+
+/// Most bytes of container output kept (a report is a few KiB; a runaway log is cut).
+const MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
+const STDERR_TAIL_LINES: usize = 20;
+
+/// The command the container runs: exec form, no shell, nothing interpolated.
+pub fn smoke_cmd(mode: SmokeMode) -> Vec<String> {
+    vec![
+        "python3".into(),
+        IMAGE_SCRIPT_PATH.into(),
+        "--expect".into(),
+        IMAGE_EXPECT_PATH.into(),
+        "--mode".into(),
+        mode.as_str().into(),
+    ]
+}
+
+/// `docker run --gpus all`, as the Engine API spells it.
+pub fn gpu_request() -> DeviceRequest {
+    DeviceRequest {
+        driver: Some(String::new()),
+        count: Some(-1),
+        capabilities: Some(vec![vec!["gpu".to_string()]]),
+        ..Default::default()
+    }
+}
+
+/// The tar copied into the container's `/`: script and/or expectations under `/opt/envbuild`.
+fn payload(req: &SmokeRequest) -> Result<Option<Vec<u8>>, Failure> {
+    let mut files: Vec<(&str, Vec<u8>, u32)> = Vec::new();
+    if let Some(script) = &req.script {
+        files.push((IMAGE_SCRIPT_PATH, script.clone(), 0o755));
+    }
+    if let Some(exp) = &req.expectations {
+        let json = serde_json::to_vec_pretty(exp)
+            .map_err(|e| Failure::bug(format!("cannot serialise expectations: {e}")))?;
+        files.push((IMAGE_EXPECT_PATH, json, 0o644));
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let mut b = tar::Builder::new(Vec::new());
+    let mut dirs: Vec<String> = Vec::new();
+    for (path, _, _) in &files {
+        let rel = path.trim_start_matches('/');
+        let mut end = 0;
+        while let Some(i) = rel[end..].find('/') {
+            let d = format!("{}/", &rel[..end + i]);
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+            end += i + 1;
+        }
+    }
+    let bug = |e: std::io::Error| Failure::bug(format!("cannot build the smoke payload: {e}"));
+    for d in &dirs {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        b.append_data(&mut h, d, std::io::empty()).map_err(bug)?;
+    }
+    for (path, bytes, mode) in &files {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(*mode);
+        h.set_size(bytes.len() as u64);
+        b.append_data(&mut h, path.trim_start_matches('/'), bytes.as_slice())
+            .map_err(bug)?;
+    }
+    b.into_inner().map(Some).map_err(bug)
+}
+
+fn no_gpu_runtime(host: &str, msg: &str) -> Failure {
+    Failure::one(
+        Diagnostic::error(
+            codes::NO_GPU_RUNTIME,
+            format!("the engine at `{host}` cannot give a container a GPU: {msg}"),
+        )
+        .with_hint(
+            "install the NVIDIA Container Toolkit on the engine's host and run \
+             `nvidia-ctk runtime configure --runtime=docker` then restart dockerd; on GPU-less \
+             CI use `--gpus none`",
+        ),
+    )
+}
+
+fn looks_like_no_gpu(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    m.contains("could not select device driver")
+        || m.contains("nvidia-container-cli")
+        || m.contains("unknown or invalid runtime")
+        || m.contains("unresolvable cdi devices")
+}
+
+/// The ids of every container (running or not) carrying `key=value`.
+pub async fn containers_with_label(engine: &Engine, label: &str) -> Result<Vec<String>, Failure> {
+    let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+    filters.insert("label".into(), vec![label.to_string()]);
+    let opts = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    let list = engine
+        .docker
+        .list_containers(Some(opts))
+        .await
+        .map_err(|e| engine_error("cannot list containers", &e))?;
+    Ok(list.into_iter().filter_map(|c| c.id).collect())
+}
+
+/// The ids of every container on the engine (running or not).
+pub async fn all_containers(engine: &Engine) -> Result<Vec<String>, Failure> {
+    let opts = ListContainersOptionsBuilder::default().all(true).build();
+    let list = engine
+        .docker
+        .list_containers(Some(opts))
+        .await
+        .map_err(|e| engine_error("cannot list containers", &e))?;
+    Ok(list.into_iter().filter_map(|c| c.id).collect())
+}
+
+/// Force-remove every container of this run. Errors are reported, but only after every
+/// container was tried.
+pub async fn remove_run_containers(engine: &Engine, run_id: &str) -> Result<(), Failure> {
+    let ids = containers_with_label(engine, &format!("{}={run_id}", labels::RUN_ID)).await?;
+    let mut first_err = None;
+    for id in ids {
+        let opts = RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .v(true)
+            .build();
+        if let Err(e) = engine.docker.remove_container(&id, Some(opts)).await {
+            if !is_not_found(&e) && first_err.is_none() {
+                first_err = Some(engine_error(
+                    &format!("cannot remove smoke container {}", &id[..12.min(id.len())]),
+                    &e,
+                ));
+            }
+        }
+    }
+    first_err.map_or(Ok(()), Err)
+}
+
+/// Run the smoke test in a fresh container and remove the container whatever happens.
+pub async fn run_smoke(
+    engine: &Engine,
+    req: &SmokeRequest,
+    interrupt: Interrupt,
+) -> Result<SmokeOutcome, Failure> {
+    let started = Instant::now();
+    let result = tokio::select! {
+        r = run_inner(engine, req, started) => r,
+        _ = tokio::time::sleep(req.timeout) => {
+            let tail = stderr_tail_of_run(engine, &req.run_id).await;
+            Err(Failure::one(
+                Diagnostic::error(
+                    codes::SMOKE_TIMEOUT,
+                    format!(
+                        "the smoke test in `{}` did not finish within {}s{}",
+                        req.image,
+                        req.timeout.as_secs(),
+                        if tail.is_empty() { String::new() } else { format!("\n  last stderr lines:\n{tail}") }
+                    ),
+                )
+                .with_hint("a hung CUDA call or NCCL init is the usual cause; raise --timeout if the image is just slow"),
+            ))
+        }
+        _ = interrupt => Err(interrupted("the smoke test")),
+    };
+    // Always, whatever the branch above: a dropped future may have left a created container.
+    let cleanup = remove_run_containers(engine, &req.run_id).await;
+    match (result, cleanup) {
+        (Ok(o), Ok(())) => Ok(o),
+        (Ok(_), Err(e)) => Err(e),
+        (Err(e), _) => Err(e),
+    }
+}
+
+async fn stderr_tail_of_run(engine: &Engine, run_id: &str) -> String {
+    let Ok(ids) = containers_with_label(engine, &format!("{}={run_id}", labels::RUN_ID)).await
+    else {
+        return String::new();
+    };
+    let Some(id) = ids.first() else {
+        return String::new();
+    };
+    match tokio::time::timeout(Duration::from_secs(5), read_logs(engine, id)).await {
+        Ok(Ok((_, err))) => tail_lines(&err),
+        _ => String::new(),
+    }
+}
+
+fn tail_lines(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines.len().saturating_sub(STDERR_TAIL_LINES);
+    lines[start..]
+        .iter()
+        .map(|l| format!("    | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+async fn read_logs(engine: &Engine, id: &str) -> Result<(String, String), Failure> {
+    let opts = LogsOptionsBuilder::default()
+        .stdout(true)
+        .stderr(true)
+        .follow(false)
+        .build();
+    let mut stream = engine.docker.logs(id, Some(opts));
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(bollard::container::LogOutput::StdOut { message }) => {
+                if out.len() < MAX_LOG_BYTES {
+                    out.extend_from_slice(&message);
+                }
+            }
+            Ok(bollard::container::LogOutput::StdErr { message }) => {
+                if err.len() < MAX_LOG_BYTES {
+                    err.extend_from_slice(&message);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                // A truncated log still may hold the report; only fail with nothing at all.
+                if out.is_empty() && err.is_empty() {
+                    return Err(engine_error("cannot read the smoke container's output", &e));
+                }
+                break;
+            }
+        }
+    }
+    Ok((
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    ))
+}
+
+/// The report in the script's stdout: the whole output, or else its last JSON line.
+pub fn parse_report(stdout: &str) -> Option<SmokeReport> {
+    if let Ok(r) = serde_json::from_str::<SmokeReport>(stdout.trim()) {
+        return Some(r);
+    }
+    stdout
+        .lines()
+        .rev()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .find_map(|l| serde_json::from_str::<SmokeReport>(l.trim()).ok())
+}
+
+async fn run_inner(
+    engine: &Engine,
+    req: &SmokeRequest,
+    started: Instant,
+) -> Result<SmokeOutcome, Failure> {
+    let mut container_labels = HashMap::new();
+    container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
+    container_labels.insert(labels::RUN_ID.to_string(), req.run_id.clone());
+    let host_config = HostConfig {
+        shm_size: Some(req.shm_bytes),
+        device_requests: req.gpus.then(|| vec![gpu_request()]),
+        // The smoke test needs no network; without one it cannot depend on one.
+        network_mode: Some("none".into()),
+        ..Default::default()
+    };
+    let body = ContainerCreateBody {
+        image: Some(req.image.clone()),
+        cmd: Some(smoke_cmd(req.mode)),
+        labels: Some(container_labels),
+        env: Some(vec!["PYTHONUNBUFFERED=1".into()]),
+        host_config: Some(host_config),
+        ..Default::default()
+    };
+    let name = format!("envbuild-smoke-{}", req.run_id);
+    let opts = CreateContainerOptionsBuilder::default().name(&name).build();
+    let created = engine
+        .docker
+        .create_container(Some(opts), body)
+        .await
+        .map_err(|e| {
+            if is_not_found(&e) {
+                Failure::one(
+                    Diagnostic::error(
+                        codes::IMAGE_NOT_FOUND,
+                        format!("image `{}` is not present on the engine at `{}`", req.image, engine.host),
+                    )
+                    .with_hint("build it with `envbuild image SPEC`, or load it (`docker load -i image.tar`)"),
+                )
+            } else if looks_like_no_gpu(&short_error(&e)) {
+                no_gpu_runtime(&engine.host, &short_error(&e))
+            } else {
+                engine_error("cannot create the smoke container", &e)
+            }
+        })?;
+    let id = created.id;
+
+    if let Some(tar) = payload(req)? {
+        let opts = UploadToContainerOptionsBuilder::default().path("/").build();
+        engine
+            .docker
+            .upload_to_container(&id, Some(opts), bollard::body_full(tar.into()))
+            .await
+            .map_err(|e| engine_error("cannot copy the smoke test into the container", &e))?;
+    }
+
+    engine
+        .docker
+        .start_container(&id, None::<bollard::query_parameters::StartContainerOptions>)
+        .await
+        .map_err(|e| {
+            let msg = short_error(&e);
+            if looks_like_no_gpu(&msg) {
+                no_gpu_runtime(&engine.host, &msg)
+            } else if msg.contains("executable file not found") {
+                Failure::one(
+                    Diagnostic::error(
+                        codes::SMOKE_NO_REPORT,
+                        format!("the smoke test cannot run in `{}`: the image has no `python3` on its PATH", req.image),
+                    )
+                    .with_hint("the smoke test runs the image's own Python: install python3 in the image (or use a base that has it)"),
+                )
+            } else {
+                engine_error("cannot start the smoke container", &e)
+            }
+        })?;
+
+    let mut wait = engine.docker.wait_container(&id, None);
+    let exit_code = match wait.next().await {
+        Some(Ok(r)) => r.status_code,
+        // bollard reports a non-zero exit as an error carrying the code.
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+        Some(Err(e)) => return Err(engine_error("waiting for the smoke container failed", &e)),
+        None => {
+            return Err(Failure::one(Diagnostic::error(
+                codes::ENGINE_ERROR,
+                "the engine closed the wait for the smoke container without an exit status",
+            )))
+        }
+    };
+    let (stdout, stderr) = read_logs(engine, &id).await?;
+    let stderr_tail = tail_lines(&stderr);
+    match parse_report(&stdout) {
+        Some(report) => Ok(SmokeOutcome {
+            report,
+            exit_code,
+            stderr_tail,
+            elapsed: started.elapsed(),
+        }),
+        None => {
+            let hint = if exit_code == 127
+                || stderr.contains("python3: not found")
+                || stderr.contains("executable file not found")
+            {
+                "the image has no `python3` on its PATH; the smoke test needs the image's Python"
+                    .to_string()
+            } else {
+                format!(
+                    "run it by hand to see more: `docker run --rm {} {}`",
+                    req.image,
+                    smoke_cmd(req.mode).join(" ")
+                )
+            };
+            Err(Failure::one(
+                Diagnostic::error(
+                    codes::SMOKE_NO_REPORT,
+                    format!(
+                        "the smoke test in `{}` exited with {exit_code} without printing a report{}",
+                        req.image,
+                        if stderr_tail.is_empty() { String::new() } else { format!("\n  last stderr lines:\n{stderr_tail}") }
+                    ),
+                )
+                .with_hint(hint),
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_is_exec_form_without_a_shell() {
+        let cmd = smoke_cmd(SmokeMode::Cpu);
+        assert_eq!(cmd[0], "python3");
+        assert_eq!(cmd.last().unwrap(), "cpu");
+        assert!(!cmd.iter().any(|a| a == "sh" || a == "-c"));
+    }
+
+    #[test]
+    fn gpu_request_is_gpus_all() {
+        let r = gpu_request();
+        assert_eq!(r.count, Some(-1));
+        assert_eq!(r.capabilities, Some(vec![vec!["gpu".to_string()]]));
+    }
+
+    #[test]
+    fn report_is_found_after_noise() {
+        let json = r#"{"schema":1,"status":"fail","mode":"cpu","duration_s":0.1,"checks":[{"name":"torch_import","status":"fail","code":"TORCH_MISSING","detail":"no torch"}]}"#;
+        let r = parse_report(&format!("warning: noise\n{json}\n")).unwrap();
+        assert_eq!(r.checks[0].code, "TORCH_MISSING");
+        assert!(r.checks[0].required);
+        assert!(parse_report("not json").is_none());
+    }
+
+    #[test]
+    fn no_gpu_messages_are_recognised() {
+        assert!(looks_like_no_gpu(
+            "could not select device driver \"\" with capabilities: [[gpu]]"
+        ));
+        assert!(!looks_like_no_gpu("no such image"));
+    }
+
+    #[test]
+    fn payload_has_dirs_and_files() {
+        let req = SmokeRequest {
+            image: "x".into(),
+            expectations: Some(Expectations::default()),
+            script: Some(b"print(1)".to_vec()),
+            mode: SmokeMode::Cpu,
+            gpus: false,
+            shm_bytes: 1,
+            timeout: Duration::from_secs(1),
+            run_id: "r".into(),
+        };
+        let tar = payload(&req).unwrap().unwrap();
+        let mut a = tar::Archive::new(tar.as_slice());
+        let names: Vec<String> = a
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                "opt/",
+                "opt/envbuild/",
+                "opt/envbuild/envbuild_smoke.py",
+                "opt/envbuild/expect.json"
+            ]
+        );
+    }
+}

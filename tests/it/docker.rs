@@ -1,0 +1,599 @@
+//! End-to-end tests against the real Docker engine on this machine: base images are made
+//! locally (tests/support), nothing is pulled. Outside CI they skip, saying why, when no
+//! engine answers; with CI=true they fail instead. Every test checks that no smoke container
+//! (label `io.envbuild.smoke=1`) is left behind.
+
+use crate::support::{self, Docker};
+use assert_cmd::Command;
+use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
+use envbuild::commands::smoke_run::SmokeSettings;
+use envbuild::docker::{self, codes, images};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
+    ImageOptions {
+        variants: vec!["runtime".into()],
+        tags: vec![],
+        rebuild: false,
+        retest: false,
+        smoke: SmokeSettings {
+            gpus,
+            timeout: Duration::from_secs(120),
+            shm_bytes: 256 << 20,
+            run_id: docker::new_run_id(),
+        },
+        json: false,
+        junit: None,
+        progress: ProgressMode::Quiet,
+        cache_dir: Some(cache.to_path_buf()),
+    }
+}
+
+fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImage {
+    RenderedImage {
+        files: files
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+            .collect(),
+        dockerfile: "Dockerfile".into(),
+        image_name: name.into(),
+        lock_hash: support::fake_lock_hash(lock_seed),
+        lock_summary: r#"{"test":true}"#.into(),
+    }
+}
+
+fn codes_of(run: &envbuild::commands::image::ImageRun) -> Vec<String> {
+    run.smokes
+        .iter()
+        .flat_map(|s| match &s.outcome {
+            Ok(o) => o
+                .report
+                .checks
+                .iter()
+                .map(|c| c.code.clone())
+                .collect::<Vec<_>>(),
+            Err(f) => f.diagnostics.iter().map(|d| d.code.to_string()).collect(),
+        })
+        .collect()
+}
+
+fn envbuild() -> Command {
+    Command::cargo_bin("envbuild").expect("binary")
+}
+
+fn nonce() -> String {
+    docker::new_run_id()
+}
+
+fn interrupt(d: &Docker) -> envbuild::docker::run::Interrupt {
+    use futures_util::FutureExt;
+    // Tests never interrupt through a signal here; a future that never resolves stands in.
+    let _ = d;
+    futures_util::future::pending::<()>().boxed().shared()
+}
+
+#[test]
+fn unreachable_engine_is_a_clear_error() {
+    let out = envbuild()
+        .args(["test", "anything:1", "--gpus", "none"])
+        .env("DOCKER_HOST", "unix:///nonexistent/envbuild-test.sock")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ENGINE_UNREACHABLE"), "{err}");
+    assert!(err.contains("DOCKER_HOST"), "hint names DOCKER_HOST: {err}");
+}
+
+#[test]
+fn missing_image_is_named() {
+    let Some(d) = support::engine("missing_image_is_named") else {
+        return;
+    };
+    drop(d);
+    let out = envbuild()
+        .args(["test", "envbuild-test/not-here:1", "--gpus", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("IMAGE_NOT_FOUND") && err.contains("envbuild-test/not-here:1"),
+        "{err}"
+    );
+}
+
+#[test]
+fn canned_reports_drive_verdict_table_json_and_junit() {
+    let Some(d) = support::engine("canned_reports_drive_verdict_table_json_and_junit") else {
+        return;
+    };
+    let pass = support::reporting_image(
+        &d,
+        "pass",
+        &support::canned_report("pass", &[("torch_import", "pass", "OK")]),
+        0,
+    );
+    let fail = support::reporting_image(
+        &d,
+        "cpu-build",
+        &support::canned_report(
+            "fail",
+            &[
+                ("torch_import", "pass", "OK"),
+                ("torch_cuda_build", "fail", "TORCH_CPU_BUILD"),
+            ],
+        ),
+        1,
+    );
+    let out = envbuild()
+        .args(["test", &pass, "--gpus", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("verdict: PASS"), "{stdout}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("smoke.xml");
+    let out = envbuild()
+        .args(["test", &fail, "--gpus", "none", "--json", "--junit"])
+        .arg(&junit)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(doc["verdict"], "fail");
+    assert_eq!(
+        doc["smoke"][0]["report"]["checks"][1]["code"],
+        "TORCH_CPU_BUILD"
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<failure") && xml.contains("TORCH_CPU_BUILD"),
+        "{xml}"
+    );
+    d.assert_no_smoke_container("after canned reports");
+}
+
+#[test]
+fn image_without_python_reports_no_report() {
+    let Some(d) = support::engine("image_without_python_reports_no_report") else {
+        return;
+    };
+    let bb = support::busybox_image(&d);
+    let out = envbuild()
+        .args(["test", &bb, "--gpus", "none"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("SMOKE_NO_REPORT") && err.contains("python3"),
+        "{err}"
+    );
+    d.assert_no_smoke_container("after a python-less image");
+}
+
+#[test]
+fn gpus_all_without_nvidia_runtime_is_no_gpu_runtime() {
+    let Some(d) = support::engine("gpus_all_without_nvidia_runtime_is_no_gpu_runtime") else {
+        return;
+    };
+    let pass = support::reporting_image(
+        &d,
+        "pass",
+        &support::canned_report("pass", &[("torch_import", "pass", "OK")]),
+        0,
+    );
+    let out = envbuild()
+        .args(["test", &pass, "--gpus", "all"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("NO_GPU_RUNTIME"), "{err}");
+    assert!(
+        err.contains("--gpus none"),
+        "hint offers --gpus none: {err}"
+    );
+    d.assert_no_smoke_container("after NO_GPU_RUNTIME");
+}
+
+#[test]
+fn hanging_smoke_test_times_out_and_is_removed() {
+    let Some(d) = support::engine("hanging_smoke_test_times_out_and_is_removed") else {
+        return;
+    };
+    let hang = support::hanging_image(&d);
+    let started = Instant::now();
+    let out = envbuild()
+        .args(["test", &hang, "--gpus", "none", "--timeout", "3"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("SMOKE_TIMEOUT") && err.contains("3s"), "{err}");
+    assert!(
+        err.contains("started"),
+        "the script's stderr is shown: {err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
+    d.assert_no_smoke_container("after a timeout");
+}
+
+#[test]
+fn sigint_during_the_smoke_test_removes_the_container() {
+    let Some(d) = support::engine("sigint_during_the_smoke_test_removes_the_container") else {
+        return;
+    };
+    let hang = support::hanging_image(&d);
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
+        .args(["test", &hang, "--gpus", "none", "--timeout", "120"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the smoke container exists (and a little more so it runs).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while d.smoke_containers().is_empty() {
+        assert!(Instant::now() < deadline, "no smoke container appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "envbuild did not exit after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("INTERRUPTED"), "{err}");
+    d.assert_no_smoke_container("after SIGINT");
+}
+
+#[test]
+fn failing_run_step_names_step_command_and_output() {
+    let Some(d) = support::engine("failing_run_step_names_step_command_and_output") else {
+        return;
+    };
+    let bb = support::busybox_image(&d);
+    let before = d
+        .block_on(docker::run::all_containers(&d.engine))
+        .unwrap()
+        .len();
+    let df = format!(
+        "FROM {bb} AS runtime\nRUN echo about-to-fail-{n} && exit 3\n",
+        n = nonce()
+    );
+    let r = rendered("envbuild-test/failing", &nonce(), &[("Dockerfile", &df)]);
+    let cache = tempfile::tempdir().unwrap();
+    let err = match d.block_on(build_and_test(
+        &d.engine,
+        &r,
+        &options(cache.path(), false),
+        interrupt(&d),
+    )) {
+        Ok(_) => panic!("a failing RUN step built"),
+        Err(f) => f,
+    };
+    let diag = &err.diagnostics[0];
+    assert_eq!(diag.code, codes::BUILD_STEP_FAILED, "{err}");
+    // The engine counts the build-time LABEL steps in the total too.
+    assert!(diag.message.contains("step 2/"), "{err}");
+    assert!(diag.message.contains("exit 3"), "{err}");
+    assert!(
+        diag.message.contains("| about-to-fail"),
+        "output shown: {err}"
+    );
+    let after = d
+        .block_on(docker::run::all_containers(&d.engine))
+        .unwrap()
+        .len();
+    assert_eq!(before, after, "the failed build left a container");
+    d.assert_no_smoke_container("after a failed build");
+}
+
+#[test]
+fn missing_base_image_is_named_with_a_hint() {
+    let Some(d) = support::engine("missing_base_image_is_named_with_a_hint") else {
+        return;
+    };
+    let r = rendered(
+        "envbuild-test/nobase",
+        "nobase",
+        &[(
+            "Dockerfile",
+            "FROM envbuild-test/no-such-base:1 AS runtime\nRUN true\n",
+        )],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let err = match d.block_on(build_and_test(
+        &d.engine,
+        &r,
+        &options(cache.path(), false),
+        interrupt(&d),
+    )) {
+        Ok(_) => panic!("built without a base"),
+        Err(f) => f,
+    };
+    let diag = &err.diagnostics[0];
+    assert_eq!(diag.code, codes::BASE_IMAGE_MISSING, "{err}");
+    assert!(
+        diag.message.contains("`envbuild-test/no-such-base:1`"),
+        "{err}"
+    );
+    assert!(
+        diag.hint.as_deref().unwrap_or("").contains("[image] base"),
+        "{err}"
+    );
+    d.assert_no_smoke_container("after a missing base");
+}
+
+#[test]
+fn unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers() {
+    let Some(d) =
+        support::engine("unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers")
+    else {
+        return;
+    };
+    let base = support::reporting_image(
+        &d,
+        "pass",
+        &support::canned_report("pass", &[("torch_import", "pass", "OK")]),
+        0,
+    );
+    let n = nonce();
+    let df = format!(
+        "FROM {base} AS runtime\nRUN echo one > /one\nRUN echo two > /two\n\
+         COPY late.txt /late.txt\nRUN cat /late.txt\nFROM runtime AS dev\nRUN echo dev > /dev.txt\n"
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let opts = options(cache.path(), false);
+    let name = "envbuild-test/layers";
+    let v1 = rendered(
+        name,
+        &format!("v1-{n}"),
+        &[("Dockerfile", &df), ("late.txt", &format!("v1 {n}"))],
+    );
+
+    let first = d
+        .block_on(build_and_test(&d.engine, &v1, &opts, interrupt(&d)))
+        .unwrap_or_else(|f| panic!("{f}"));
+    let b1 = &first.builds[0].1;
+    assert!(!b1.skipped);
+    // 5 steps of the runtime target, then one LABEL step per label the engine adds.
+    let label_steps = 6;
+    assert_eq!(b1.steps, 5 + label_steps);
+    assert!(passed_all(&first));
+    let tag = b1.tags[0].clone();
+    assert_eq!(tag, format!("{name}:runtime-{}", &v1.lock_hash[..12]));
+    let info = d
+        .block_on(images::inspect(&d.engine, &tag))
+        .unwrap()
+        .unwrap();
+    assert_eq!(info.labels["io.envbuild.lock-sha256"], v1.lock_hash);
+    assert_eq!(info.labels["io.envbuild.variant"], "runtime");
+    assert_eq!(info.labels["io.envbuild.summary"], r#"{"test":true}"#);
+
+    // Same lock again: no build, the passing verdict is reused, well under a second.
+    let started = Instant::now();
+    let again = d.block_on(async {
+        let engine = docker::connect().await.unwrap();
+        build_and_test(&engine, &v1, &opts, interrupt(&d)).await
+    });
+    let took = started.elapsed();
+    let again = again.unwrap_or_else(|f| panic!("{f}"));
+    assert!(again.builds[0].1.skipped);
+    assert!(again.smokes[0].reused);
+    assert_eq!(again.builds[0].1.image_id, b1.image_id);
+    assert!(took < Duration::from_millis(1000), "no-op took {took:?}");
+
+    // A change confined to a late layer: the two early RUN steps come from the cache.
+    let v2 = rendered(
+        name,
+        &format!("v2-{n}"),
+        &[("Dockerfile", &df), ("late.txt", &format!("v2 {n}"))],
+    );
+    let second = d
+        .block_on(build_and_test(&d.engine, &v2, &opts, interrupt(&d)))
+        .unwrap_or_else(|f| panic!("{f}"));
+    let b2 = &second.builds[0].1;
+    assert!(!b2.skipped);
+    assert_eq!(
+        (b2.steps, b2.cached_steps),
+        (5 + label_steps, 2),
+        "only the late layers rebuild"
+    );
+    assert_ne!(b2.image_id, b1.image_id);
+
+    // --rebuild builds although the image exists (all from cache now).
+    let mut forced = opts.clone();
+    forced.rebuild = true;
+    let third = d
+        .block_on(build_and_test(&d.engine, &v2, &forced, interrupt(&d)))
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert!(!third.builds[0].1.skipped);
+    assert_eq!(third.builds[0].1.cached_steps, 4 + label_steps);
+    assert!(!third.smokes[0].reused, "a rebuilt image is tested again");
+
+    for t in [&tag, &b2.tags[0]] {
+        d.block_on(images::remove(&d.engine, t)).unwrap();
+    }
+    d.assert_no_smoke_container("after the layer tests");
+}
+
+fn passed_all(run: &envbuild::commands::image::ImageRun) -> bool {
+    run.smokes.iter().all(|s| s.passed())
+}
+
+#[test]
+fn all_variants_get_their_own_tags() {
+    let Some(d) = support::engine("all_variants_get_their_own_tags") else {
+        return;
+    };
+    let base = support::reporting_image(
+        &d,
+        "pass",
+        &support::canned_report("pass", &[("torch_import", "pass", "OK")]),
+        0,
+    );
+    let n = nonce();
+    let df = format!(
+        "FROM {base} AS runtime\nRUN echo {n} > /n\nFROM runtime AS dev\nRUN echo dev > /d\n"
+    );
+    let r = rendered("envbuild-test/variants", &n, &[("Dockerfile", &df)]);
+    let cache = tempfile::tempdir().unwrap();
+    let mut opts = options(cache.path(), false);
+    opts.variants = vec!["runtime".into(), "dev".into()];
+    opts.tags = vec![format!("envbuild-test/variants:extra-{n}")];
+    let run = d
+        .block_on(build_and_test(&d.engine, &r, &opts, interrupt(&d)))
+        .unwrap_or_else(|f| panic!("{f}"));
+    let short = &r.lock_hash[..12];
+    assert_eq!(
+        run.builds[0].1.tags,
+        vec![
+            format!("envbuild-test/variants:runtime-{short}"),
+            format!("envbuild-test/variants:extra-{n}")
+        ]
+    );
+    assert_eq!(
+        run.builds[1].1.tags,
+        vec![
+            format!("envbuild-test/variants:dev-{short}"),
+            format!("envbuild-test/variants:extra-{n}-dev")
+        ]
+    );
+    assert_eq!(run.smokes.len(), 2);
+    for (_, b) in &run.builds {
+        for t in &b.tags {
+            d.block_on(images::remove(&d.engine, t)).unwrap();
+        }
+    }
+    d.assert_no_smoke_container("after variants");
+}
+
+// ---- With the real smoke script (templates/smoke/envbuild_smoke.py) and a real Python ----
+
+const EXPECT_CUDA: &str = r#"{"torch": "2.5.1", "cuda": "12.4"}"#;
+
+#[test]
+fn torch_missing_from_the_base_is_reported() {
+    let Some(d) = support::engine("torch_missing_from_the_base_is_reported") else {
+        return;
+    };
+    if !support::real_smoke_script("torch_missing_from_the_base_is_reported") {
+        return;
+    }
+    let base = support::debian_python_image(&d);
+    let df = format!("FROM {base} AS runtime\nCOPY envbuild/ /opt/envbuild/\n");
+    let r = rendered(
+        "envbuild-test/no-torch",
+        "no-torch",
+        &[
+            ("Dockerfile", &df),
+            ("envbuild/envbuild_smoke.py", envbuild::smoke::SCRIPT),
+            ("envbuild/expect.json", EXPECT_CUDA),
+        ],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let run = d
+        .block_on(build_and_test(
+            &d.engine,
+            &r,
+            &options(cache.path(), false),
+            interrupt(&d),
+        ))
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert!(!passed_all(&run));
+    let codes = codes_of(&run);
+    assert!(codes.iter().any(|c| c == "TORCH_MISSING"), "{codes:?}");
+    d.assert_no_smoke_container("after TORCH_MISSING");
+}
+
+#[test]
+fn cpu_only_torch_is_reported_by_image_and_by_test() {
+    let Some(d) = support::engine("cpu_only_torch_is_reported_by_image_and_by_test") else {
+        return;
+    };
+    if !support::real_smoke_script("cpu_only_torch_is_reported_by_image_and_by_test") {
+        return;
+    }
+    let base = support::debian_python_image(&d);
+    let df = format!(
+        "FROM {base} AS runtime\n# TEST FIXTURE: a stand-in CPU-only torch\n\
+         COPY torch/ /usr/lib/python3/dist-packages/torch/\nCOPY envbuild/ /opt/envbuild/\n"
+    );
+    let mut r = rendered(
+        "envbuild-test/cpu-torch",
+        "cpu-torch-v1",
+        &[
+            ("Dockerfile", &df),
+            ("envbuild/envbuild_smoke.py", envbuild::smoke::SCRIPT),
+            ("envbuild/expect.json", EXPECT_CUDA),
+        ],
+    );
+    r.files.extend(support::cpu_torch_files());
+    let cache = tempfile::tempdir().unwrap();
+    let run = d
+        .block_on(build_and_test(
+            &d.engine,
+            &r,
+            &options(cache.path(), false),
+            interrupt(&d),
+        ))
+        .unwrap_or_else(|f| panic!("{f}"));
+    assert!(!passed_all(&run));
+    let codes = codes_of(&run);
+    assert!(codes.iter().any(|c| c == "TORCH_CPU_BUILD"), "{codes:?}");
+
+    // The same image through `envbuild test IMAGE`, with the expectations given.
+    let dir = tempfile::tempdir().unwrap();
+    let expect = dir.path().join("expect.json");
+    std::fs::write(&expect, EXPECT_CUDA).unwrap();
+    let tag = run.builds[0].1.tags[0].clone();
+    let out = envbuild()
+        .args(["test", &tag, "--gpus", "none", "--expect"])
+        .arg(&expect)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("TORCH_CPU_BUILD"), "{stdout}");
+    d.assert_no_smoke_container("after TORCH_CPU_BUILD");
+}
+
+#[test]
+fn build_context_is_deterministic_and_minimal() {
+    // Pure: no engine needed. The same rendered files give the same bytes.
+    let files: BTreeMap<String, Vec<u8>> = [
+        (
+            "Dockerfile",
+            "FROM x AS runtime\nCOPY environment.yml /e.yml\n",
+        ),
+        ("environment.yml", "name: a\n"),
+        ("run/docker-run.sh", "#!/bin/sh\n"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+    .collect();
+    let a = docker::context::build_context(&files, "Dockerfile").unwrap();
+    let b = docker::context::build_context(&files.clone(), "Dockerfile").unwrap();
+    assert_eq!(a.sha256, b.sha256);
+    assert_eq!(a.files, vec!["Dockerfile", "environment.yml"]);
+}

@@ -1,0 +1,6 @@
+//! The integration test binary.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod docker;

@@ -1,0 +1,354 @@
+//! Test support for the Docker tests: reaching the engine (skip with a reason outside CI, fail
+//! in CI), and making base images reproducibly from Debian's packages on this machine, cached on
+//! the engine under a tag derived from the recipe, so a run pays for each once.
+//!
+//! - `envbuild-test/busybox:<hash>`: a static busybox `FROM scratch`-style rootfs (2 MB).
+//! - `envbuild-test/busybox-py-<kind>:<hash>`: busybox plus a stand-in `python3` shell script
+//!   (hangs, prints a canned report, ...): the report contract without a real Python.
+//! - `envbuild-test/debian-python:<hash>`: `mmdebstrap --variant=minbase --include=python3`.
+//!
+//! Images are imported through envbuild's own engine layer (`docker::images::import_rootfs`).
+#![allow(dead_code)]
+
+use envbuild::docker::{self, images, Engine};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
+
+/// Docker tests run one at a time: they share the engine's containers (the leftover assertions
+/// filter by label) and this machine has few cores.
+static DOCKER_LOCK: Mutex<()> = Mutex::new(());
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// Skip (outside CI, saying why) or fail (in CI).
+pub fn skip_or_fail(test: &str, why: &str) {
+    if in_ci() {
+        panic!("{test}: {why} (CI=true: Docker tests must not skip)");
+    }
+    eprintln!("SKIPPED {test}: {why}");
+}
+
+/// A test's hold on the engine: the serialising lock, a runtime and a connection.
+pub struct Docker {
+    _guard: MutexGuard<'static, ()>,
+    pub rt: tokio::runtime::Runtime,
+    pub engine: Engine,
+}
+
+impl Docker {
+    pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
+        self.rt.block_on(f)
+    }
+
+    /// Ids of containers carrying `io.envbuild.smoke=1`.
+    pub fn smoke_containers(&self) -> Vec<String> {
+        self.block_on(docker::run::containers_with_label(
+            &self.engine,
+            "io.envbuild.smoke=1",
+        ))
+        .expect("list containers")
+    }
+
+    pub fn assert_no_smoke_container(&self, context: &str) {
+        let left = self.smoke_containers();
+        assert!(
+            left.is_empty(),
+            "{context}: smoke containers left behind: {left:?}"
+        );
+    }
+}
+
+/// Connect, or skip/fail with the reason.
+pub fn engine(test: &str) -> Option<Docker> {
+    let guard = DOCKER_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    match rt.block_on(docker::connect()) {
+        Ok(engine) => {
+            let d = Docker {
+                _guard: guard,
+                rt,
+                engine,
+            };
+            // A crashed earlier run must not make this one fail its leftover assertions.
+            d.assert_no_smoke_container("before the test");
+            Some(d)
+        }
+        Err(f) => {
+            skip_or_fail(test, &format!("no Docker engine reachable: {f}"));
+            None
+        }
+    }
+}
+
+fn sha12(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p);
+        h.update([0u8]);
+    }
+    docker::hex(&h.finalize())[..12].to_string()
+}
+
+/// Where downloaded packages and rootfs tars are kept between runs.
+pub fn cache_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("envbuild-test-images");
+    std::fs::create_dir_all(&dir).expect("cache dir");
+    dir
+}
+
+/// A statically linked busybox: Debian's `busybox-static`, installed or downloaded.
+fn static_busybox() -> Vec<u8> {
+    let installed = Path::new("/bin/busybox");
+    if let Ok(bytes) = std::fs::read(installed) {
+        // A dynamic busybox names its loader; a static one cannot run in `FROM scratch` else.
+        let dynamic = bytes.windows(12).any(|w| w == b"ld-linux-x86");
+        if !dynamic {
+            return bytes;
+        }
+    }
+    let dir = cache_dir().join("busybox-static");
+    let bin = dir.join("bin/busybox");
+    if !bin.exists() {
+        std::fs::create_dir_all(&dir).expect("dir");
+        let ok = Command::new("apt-get")
+            .args(["download", "busybox-static"])
+            .current_dir(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "apt-get download busybox-static failed (install busybox-static, or let .ci/docker-up.sh do it)");
+        let deb = std::fs::read_dir(&dir)
+            .expect("read dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "deb"))
+            .expect("downloaded .deb");
+        let ok = Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg(&dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "dpkg-deb -x failed");
+    }
+    std::fs::read(bin).expect("busybox binary")
+}
+
+/// A rootfs tar: busybox with its applets as symlinks, plus `extra` files (path → (mode, bytes)).
+fn busybox_rootfs(busybox: &[u8], extra: &BTreeMap<&str, (u32, Vec<u8>)>) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    let dir = |b: &mut tar::Builder<Vec<u8>>, p: &str| {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Directory);
+        h.set_mode(0o755);
+        h.set_size(0);
+        h.set_mtime(0);
+        b.append_data(&mut h, p, std::io::empty()).unwrap();
+    };
+    let file = |b: &mut tar::Builder<Vec<u8>>, p: &str, mode: u32, data: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(mode);
+        h.set_size(data.len() as u64);
+        h.set_mtime(0);
+        b.append_data(&mut h, p, data).unwrap();
+    };
+    for d in [
+        "bin/", "usr/", "usr/bin/", "tmp/", "etc/", "dev/", "proc/", "sys/",
+    ] {
+        dir(&mut b, d);
+    }
+    file(&mut b, "bin/busybox", 0o755, busybox);
+    for applet in [
+        "sh", "sleep", "cat", "echo", "true", "false", "ls", "mkdir", "rm", "env", "printf",
+        "test", "kill",
+    ] {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_mode(0o777);
+        h.set_size(0);
+        h.set_mtime(0);
+        b.append_link(&mut h, format!("bin/{applet}"), "busybox")
+            .unwrap();
+    }
+    file(
+        &mut b,
+        "etc/passwd",
+        0o644,
+        b"root:x:0:0:root:/root:/bin/sh\n",
+    );
+    for (path, (mode, data)) in extra {
+        file(&mut b, path, *mode, data);
+    }
+    b.into_inner().unwrap()
+}
+
+const BUSYBOX_RECIPE: &[u8] = b"busybox rootfs v1: applet symlinks, /etc/passwd, PATH, CMD sh";
+
+fn import_if_missing(d: &Docker, repo: &str, tag: &str, make: impl FnOnce() -> Vec<u8>) -> String {
+    let name = format!("{repo}:{tag}");
+    if d.block_on(images::inspect(&d.engine, &name))
+        .expect("inspect")
+        .is_none()
+    {
+        let tar = make();
+        d.block_on(images::import_rootfs(
+            &d.engine,
+            tar,
+            repo,
+            tag,
+            vec![
+                "ENV PATH=/usr/local/bin:/usr/bin:/bin".to_string(),
+                "CMD [\"/bin/sh\"]".to_string(),
+            ],
+        ))
+        .unwrap_or_else(|f| panic!("import {name}: {f}"));
+    }
+    name
+}
+
+/// The busybox base image (cached on the engine).
+pub fn busybox_image(d: &Docker) -> String {
+    let bb = static_busybox();
+    let tag = sha12(&[BUSYBOX_RECIPE, &bb]);
+    import_if_missing(d, "envbuild-test/busybox", &tag, || {
+        busybox_rootfs(&bb, &BTreeMap::new())
+    })
+}
+
+/// Busybox plus `/usr/bin/python3` = `script` (a shell script standing in for Python).
+pub fn busybox_with_python_stand_in(d: &Docker, kind: &str, script: &str) -> String {
+    let bb = static_busybox();
+    let tag = sha12(&[BUSYBOX_RECIPE, &bb, script.as_bytes()]);
+    let mut extra = BTreeMap::new();
+    extra.insert("usr/bin/python3", (0o755, script.as_bytes().to_vec()));
+    import_if_missing(d, &format!("envbuild-test/busybox-py-{kind}"), &tag, || {
+        busybox_rootfs(&bb, &extra)
+    })
+}
+
+/// A stand-in `python3` that never finishes (for time limits and Ctrl-C).
+pub fn hanging_image(d: &Docker) -> String {
+    busybox_with_python_stand_in(d, "hang", "#!/bin/sh\necho started >&2\nexec sleep 600\n")
+}
+
+/// A canned report in the smoke contract's format.
+pub fn canned_report(status: &str, checks: &[(&str, &str, &str)]) -> String {
+    let checks: Vec<serde_json::Value> = checks
+        .iter()
+        .map(|(name, st, code)| {
+            serde_json::json!({"name": name, "status": st, "code": code,
+                "detail": format!("{code} (canned stand-in report)"), "required": true})
+        })
+        .collect();
+    serde_json::json!({"schema": 1, "status": status, "mode": "cpu", "duration_s": 0.01,
+        "environment": {"python": "stand-in"}, "checks": checks})
+    .to_string()
+}
+
+/// A stand-in `python3` that prints `report` and exits with `code`.
+pub fn reporting_image(d: &Docker, kind: &str, report: &str, code: i32) -> String {
+    let script = format!("#!/bin/sh\ncat <<'EOF'\n{report}\nEOF\nexit {code}\n");
+    busybox_with_python_stand_in(d, kind, &script)
+}
+
+const DEBIAN_RECIPE: &str =
+    "mmdebstrap --variant=minbase --include=python3 bookworm (machine apt sources), SOURCE_DATE_EPOCH=0";
+
+/// A minimal Debian with python3, made with mmdebstrap from the machine's apt sources.
+pub fn debian_python_image(d: &Docker) -> String {
+    let tag = sha12(&[DEBIAN_RECIPE.as_bytes()]);
+    import_if_missing(d, "envbuild-test/debian-python", &tag, || {
+        let out = cache_dir().join(format!("debian-python-{tag}.tar"));
+        if !out.exists() {
+            let tmp = out.with_extension("tar.part");
+            let status = Command::new("mmdebstrap")
+                .args([
+                    "--quiet",
+                    "--variant=minbase",
+                    "--include=python3",
+                    "bookworm",
+                ])
+                .arg(&tmp)
+                .env("SOURCE_DATE_EPOCH", "0")
+                .status();
+            match status {
+                Ok(s) if s.success() => std::fs::rename(&tmp, &out).expect("rename"),
+                other => panic!(
+                    "mmdebstrap failed ({other:?}); install it (`apt-get install -y mmdebstrap`, \
+                     done by .ci/docker-up.sh)"
+                ),
+            }
+        }
+        std::fs::read(&out).expect("read rootfs tar")
+    })
+}
+
+/// The stand-in CPU-only `torch` package: TEST FIXTURE, not PyTorch. It answers the questions
+/// the smoke test asks the way a CPU-only wheel does.
+pub fn cpu_torch_files() -> BTreeMap<String, Vec<u8>> {
+    let init = r#"# TEST FIXTURE: a stand-in for a CPU-only PyTorch build (envbuild's Docker tests).
+__version__ = "2.5.1+cpu"
+
+class version:
+    cuda = None
+    hip = None
+    git_version = "stand-in"
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+
+    @staticmethod
+    def get_arch_list():
+        return []
+
+    @staticmethod
+    def is_initialized():
+        return False
+
+class backends:
+    class cudnn:
+        @staticmethod
+        def version():
+            return None
+
+        @staticmethod
+        def is_available():
+            return False
+"#;
+    let mut f = BTreeMap::new();
+    f.insert("torch/__init__.py".to_string(), init.as_bytes().to_vec());
+    f
+}
+
+/// A fake 64-hex lock hash derived from a label, for rendered-file fixtures.
+pub fn fake_lock_hash(seed: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(seed.as_bytes());
+    docker::hex(&h.finalize())
+}
+
+/// Whether the embedded smoke script is the real one; the placeholder cannot report.
+pub fn real_smoke_script(test: &str) -> bool {
+    if envbuild::smoke::SCRIPT.starts_with("# placeholder") {
+        skip_or_fail(
+            test,
+            "the embedded smoke script is still the placeholder (templates/smoke/envbuild_smoke.py)",
+        );
+        return false;
+    }
+    true
+}
