@@ -30,7 +30,9 @@ pub fn skip_or_fail(test: &str, why: &str) {
     if in_ci() {
         panic!("{test}: {why} (CI=true: Docker tests must not skip)");
     }
-    eprintln!("SKIPPED {test}: {why}");
+    // Straight to stderr, past libtest's capture, so the skip is visible in a normal run.
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
 /// A test's hold on the engine: the serialising lock, a runtime and a connection.
