@@ -14,7 +14,7 @@ use crate::docker::run::{self as drun, Interrupt, SmokeOutcome};
 use crate::docker::{self, Engine};
 use crate::smoke::{Expectations, SmokeReport};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -392,6 +392,7 @@ fn clip(s: &str, max: usize) -> String {
 
 /// Turns build events into the chosen display on stderr.
 struct Progress {
+    out: Box<dyn std::io::Write + Send>,
     mode: ProgressMode,
     variant: String,
     bar: Option<indicatif::ProgressBar>,
@@ -401,6 +402,10 @@ struct Progress {
 
 impl Progress {
     fn new(mode: ProgressMode, variant: &str) -> Self {
+        Self::with_writer(mode, variant, Box::new(std::io::stderr()))
+    }
+
+    fn with_writer(mode: ProgressMode, variant: &str, out: Box<dyn std::io::Write + Send>) -> Self {
         let bar = (mode == ProgressMode::Tty).then(|| {
             let bar = indicatif::ProgressBar::new_spinner();
             if let Ok(style) =
@@ -413,6 +418,7 @@ impl Progress {
             bar
         });
         Progress {
+            out,
             mode,
             variant: variant.to_string(),
             bar,
@@ -461,35 +467,114 @@ impl Progress {
             }
             BuildEvent::Output(line) => {
                 if self.mode == ProgressMode::Verbose {
-                    eprintln!("[{v}]   {line}");
+                    let text = format!("[{v}]   {line}");
+                    self.line(&text);
                 }
             }
         }
     }
 
-    fn line(&self, text: &str) {
+    fn line(&mut self, text: &str) {
         match (&self.bar, self.mode) {
             (_, ProgressMode::Quiet) => {}
             (Some(bar), _) => bar.println(text),
-            (None, _) => eprintln!("{text}"),
+            // A closed stderr must not stop the build.
+            (None, _) => {
+                let _ = writeln!(self.out, "{text}");
+            }
         }
     }
 
-    fn finish(self, outcome: Option<&BuildOutcome>) {
-        if let Some(bar) = &self.bar {
+    fn finish(mut self, outcome: Option<&BuildOutcome>) {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
         if let Some(b) = outcome.filter(|b| !b.skipped) {
-            if self.mode != ProgressMode::Quiet {
-                eprintln!(
-                    "[{}] built {} in {:.1}s: {} steps, {} cached",
-                    self.variant,
-                    b.tags.join(", "),
-                    b.elapsed.as_secs_f64(),
-                    b.steps,
-                    b.cached_steps
-                );
-            }
+            let text = format!(
+                "[{}] built {} in {:.1}s: {} steps, {} cached",
+                self.variant,
+                b.tags.join(", "),
+                b.elapsed.as_secs_f64(),
+                b.steps,
+                b.cached_steps
+            );
+            self.line(&text);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn feed(mode: ProgressMode) -> String {
+        let sink = Sink::default();
+        let mut p = Progress::with_writer(mode, "runtime", Box::new(sink.clone()));
+        p.event(BuildEvent::Context {
+            bytes: 2048,
+            files: 3,
+        });
+        p.event(BuildEvent::Step {
+            index: 1,
+            total: 3,
+            instruction: "FROM base".into(),
+        });
+        p.event(BuildEvent::Step {
+            index: 2,
+            total: 3,
+            instruction: "RUN echo a".into(),
+        });
+        p.event(BuildEvent::Cached);
+        p.event(BuildEvent::Step {
+            index: 3,
+            total: 3,
+            instruction: "RUN make".into(),
+        });
+        p.event(BuildEvent::Output("compiling".into()));
+        p.finish(Some(&BuildOutcome {
+            image_id: "sha256:1".into(),
+            tags: vec!["env:runtime-0123456789ab".into()],
+            skipped: false,
+            steps: 3,
+            cached_steps: 1,
+            context_bytes: 2048,
+            context_sha256: String::new(),
+            elapsed: Duration::from_millis(1500),
+        }));
+        let bytes = sink.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn plain_progress_is_one_line_per_step_with_cached_steps_counted() {
+        let text = feed(ProgressMode::Plain);
+        assert_eq!(
+            text,
+            "[runtime] build context: 3 files, 2.0 KiB\n\
+             [runtime] step 1/3: FROM base\n\
+             [runtime] step 2/3: RUN echo a\n\
+             [runtime] step 2/3: cached\n\
+             [runtime] step 3/3: RUN make\n\
+             [runtime] built env:runtime-0123456789ab in 1.5s: 3 steps, 1 cached\n"
+        );
+    }
+
+    #[test]
+    fn verbose_progress_adds_the_build_log() {
+        assert!(feed(ProgressMode::Verbose).contains("[runtime]   compiling\n"));
+        assert_eq!(feed(ProgressMode::Quiet), "");
     }
 }
