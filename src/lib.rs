@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod compat;
 pub mod diag;
 pub mod fsutil;
 pub mod smoke;
