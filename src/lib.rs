@@ -12,4 +12,5 @@ pub mod compat;
 pub mod diag;
 pub mod fsutil;
 pub mod smoke;
+pub mod spec;
 pub mod version;
