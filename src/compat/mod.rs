@@ -239,6 +239,12 @@ pub struct WheelRow {
     pub nccl: Option<String>,
     pub arch: Vec<Cc>,
     pub ptx: Vec<Cc>,
+    /// Entries of `arch` whose presence the sources leave in doubt.
+    #[serde(default)]
+    pub unconfirmed_arch: Vec<Cc>,
+    #[serde(default)]
+    pub ptx_confidence: Confidence,
+    /// Confidence in the whole arch list.
     #[serde(default)]
     pub confidence: Confidence,
     pub source: String,
@@ -350,11 +356,10 @@ impl Table {
         let mut out = Vec::new();
         let known_source = |s: &str| s.split_whitespace().all(|k| self.sources.contains_key(k));
         let mut check_sorted = |what: &str, keys: Vec<String>, ord: &dyn Fn(usize) -> bool| {
-            for i in 1..keys.len() {
+            for (i, key) in keys.iter().enumerate().skip(1) {
                 if !ord(i) {
                     out.push(format!(
-                        "[[{what}]] rows are not sorted or repeat a key at `{}`",
-                        keys[i]
+                        "[[{what}]] rows are not sorted or repeat a key at `{key}`"
                     ));
                 }
             }

@@ -155,8 +155,7 @@ fn pytorch_channel_ends_at_2_5_1() {
     let last = t
         .torch
         .iter()
-        .filter(|r| !r.pytorch_channel.is_empty())
-        .next_back()
+        .rfind(|r| !r.pytorch_channel.is_empty())
         .unwrap();
     assert_eq!(last.version.as_str(), "2.5.1");
     assert_eq!(

@@ -425,20 +425,13 @@ pub(super) fn validate(
                 .and_then(|v| table.torch_row(&v).cloned());
             let newest = torch
                 .as_ref()
-                .and_then(|t| {
-                    t.python
-                        .iter()
-                        .filter(|x| satisfies(p, x))
-                        .next_back()
-                        .cloned()
-                })
+                .and_then(|t| t.python.iter().rfind(|x| satisfies(p, x)).cloned())
                 .or_else(|| {
                     table
                         .python
                         .iter()
                         .map(|r| r.version.clone())
-                        .filter(|x| satisfies(p, x))
-                        .next_back()
+                        .rfind(|x| satisfies(p, x))
                 });
             cx.err(
                 UNPINNED_VERSION,
