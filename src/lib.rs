@@ -15,6 +15,7 @@ pub mod compat;
 pub mod diag;
 pub mod fsutil;
 pub mod hash;
+pub mod import;
 pub mod lock;
 pub mod resolve;
 pub mod smoke;

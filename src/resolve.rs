@@ -1035,20 +1035,7 @@ pub fn resolve(spec: &Spec, table: &Table, spec_sha256: &str) -> Resolution {
     }
 
     // Channels.
-    let channels: Vec<String> = match (&spec.channels, spec.source) {
-        (Some(c), _) => c.clone(),
-        (None, Source::PytorchChannel) => {
-            let mut c = vec!["pytorch".to_string()];
-            if t.channel_selector() == "pytorch-cuda" {
-                c.push("nvidia".into());
-            }
-            if t.channel_selector() == "cudatoolkit" && selector == v("11.6") {
-                c.push("conda-forge".into());
-            }
-            c
-        }
-        (None, _) => vec!["conda-forge".to_string()],
-    };
+    let channels = spec.channels.clone();
     if spec.source == Source::PytorchChannel {
         for needed in ["pytorch", "nvidia"] {
             if needed == "nvidia" && t.channel_selector() != "pytorch-cuda" {

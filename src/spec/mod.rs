@@ -192,8 +192,9 @@ pub struct Spec {
     pub source: Source,
     pub pytorch_cuda: Option<Version>,
     pub cuda: Option<Version>,
-    /// As written (resolution fills in defaults); `None` when the spec names none.
-    pub channels: Option<Vec<String>>,
+    /// In priority order: as written, or the source's defaults (see [`default_channels`]), so
+    /// that naming the defaults explicitly gives the same lock.
+    pub channels: Vec<String>,
     pub torchvision: bool,
     pub torchaudio: bool,
     pub conda: Vec<CondaPkg>,
@@ -201,6 +202,30 @@ pub struct Spec {
     pub target: Target,
     pub image: Image,
     pub run: Run,
+}
+
+/// The channels a source uses when the spec names none: the pytorch channel needs `nvidia` for
+/// `pytorch-cuda` (1.13+), and 1.12's `cudatoolkit=11.6` came from conda-forge; everything else
+/// (conda-forge builds, and python/pip for wheel sources) comes from conda-forge.
+pub fn default_channels(
+    source: Source,
+    pytorch: &Version,
+    pytorch_cuda: Option<&Version>,
+) -> Vec<String> {
+    match source {
+        Source::PytorchChannel => {
+            let mut c = vec!["pytorch".to_string()];
+            if pytorch.major_minor() == "1.12" {
+                if pytorch_cuda.is_some_and(|v| v.major_minor() == "11.6") {
+                    c.push("conda-forge".into());
+                }
+            } else {
+                c.push("nvidia".into());
+            }
+            c
+        }
+        _ => vec!["conda-forge".to_string()],
+    }
 }
 
 /// The file format of a spec, from its extension (TOML unless `.yml`/`.yaml`).

@@ -993,13 +993,15 @@ pub(super) fn validate(
     }
     match (name, python, pytorch, source, target) {
         (Some(name), Some(python), Some(pytorch), Some(source), Some(target)) => Ok(Spec {
+            channels: channels.unwrap_or_else(|| {
+                super::default_channels(source, &pytorch, pytorch_cuda.as_ref())
+            }),
             name,
             python,
             pytorch,
             source,
             pytorch_cuda,
             cuda,
-            channels,
             torchvision: raw.torchvision.unwrap_or(true),
             torchaudio: raw.torchaudio.unwrap_or(true),
             conda,
