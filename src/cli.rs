@@ -247,8 +247,11 @@ pub struct TableArgs {
     #[arg(value_enum)]
     pub section: Option<TableSection>,
     /// Print as JSON on stdout.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "toml")]
     pub json: bool,
+    /// Print the whole table as TOML (a starting point for `--table FILE`).
+    #[arg(long, conflicts_with = "section")]
+    pub toml: bool,
 }
 
 #[derive(Debug, Args)]

@@ -50,6 +50,9 @@ pub struct Diagnostic {
     pub hint: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
+    /// The spec key the diagnostic is about (`target.driver`), used to find its location.
+    #[serde(skip)]
+    pub field: Option<String>,
 }
 
 impl Diagnostic {
@@ -60,6 +63,7 @@ impl Diagnostic {
             message: message.into(),
             hint: None,
             location: None,
+            field: None,
         }
     }
 

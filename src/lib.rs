@@ -6,10 +6,19 @@
 //! that touch the world are `fsutil` (files), `docker` (the engine), `host` (driver/GPU probes),
 //! `smoke` (runs Python) and `commands` (wiring).
 
+// Diagnostics are returned by value on cold error paths; boxing them buys nothing here.
+#![allow(clippy::result_large_err)]
+
 pub mod cli;
 pub mod commands;
+pub mod compat;
 pub mod diag;
 pub mod docker;
 pub mod fsutil;
+pub mod hash;
+pub mod import;
+pub mod lock;
+pub mod resolve;
 pub mod smoke;
+pub mod spec;
 pub mod version;

@@ -120,17 +120,147 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".cache").join("envbuild")))
 }
 
-/// The CLI entry: spec → lock check → render → [`run_rendered`].
-///
-/// Wiring point for the core: check the lock like `lock --locked` (or re-resolve with
-/// `--update-lock`), render in memory, fill a [`RenderedImage`] and call
-/// `run_rendered(rendered, ImageOptions::from_args(&args))`.
-pub fn run(args: ImageArgs) -> Result<i32, Failure> {
-    let _ = ImageOptions::from_args(&args);
-    Err(Failure::bug(format!(
-        "`envbuild image {}` needs the spec, lock and render core, which this build lacks",
-        args.spec.display()
-    )))
+/// The CLI entry: spec → lock check (or `--update-lock`) → render → [`run_rendered`].
+pub fn run(table: &crate::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
+    let Some(lock) = current_lock(table, &args)? else {
+        return Ok(crate::diag::exit::FAILURE);
+    };
+    let lock_hash = lock
+        .hash()
+        .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
+    let opts = ImageOptions::from_args(&args);
+    for v in &opts.variants {
+        if !lock.image.variants.iter().any(|lv| lv.as_str() == v) {
+            return Err(Failure::usage(
+                format!(
+                    "the lock has no `{v}` variant (it has: {})",
+                    lock.image
+                        .variants
+                        .iter()
+                        .map(|v| v.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some("add it to the spec's `[image] variants`, or pick another --variant".into()),
+            ));
+        }
+    }
+    let files = render_files(&lock, args.templates.as_deref())?;
+    let rendered = RenderedImage {
+        files,
+        dockerfile: "Dockerfile".into(),
+        image_name: image_name(&lock.name),
+        lock_hash,
+        lock_summary: lock.summary_json(),
+    };
+    run_rendered(rendered, opts)
+}
+
+/// Docker repository names are lower case `[a-z0-9._/-]`; spec names are close to that.
+pub fn image_name(name: &str) -> String {
+    let mapped: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    if trimmed.is_empty() {
+        "envbuild-env".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// THE render seam: the files of the image, rendered in memory from the lock (Dockerfile with
+/// stages `runtime`/`dev`, environment.yml or requirements.txt, `envbuild/envbuild_smoke.py`,
+/// `envbuild/expect.json`, ...). Wire the core's renderer here.
+fn render_files(
+    lock: &crate::lock::Lock,
+    templates: Option<&Path>,
+) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
+    let _ = (lock, templates);
+    Err(Failure::bug(
+        "`envbuild image` needs the renderer, which this build lacks (src/render)",
+    ))
+}
+
+/// The lock, checked like `envbuild lock --locked` (or rewritten with `--update-lock`).
+/// `Ok(None)`: the spec or lock has problems, already printed.
+fn current_lock(
+    table: &crate::compat::Table,
+    args: &ImageArgs,
+) -> Result<Option<crate::lock::Lock>, Failure> {
+    use crate::diag::Diagnostic;
+    let loaded = match super::load_spec(&args.spec, table) {
+        Ok(l) => l,
+        Err(diags) => {
+            super::eprint_diagnostics(&diags);
+            return Ok(None);
+        }
+    };
+    let res = super::resolve_loaded(&loaded, table);
+    let mut diags = res.diagnostics;
+    let Some(lock) = res.lock.filter(|_| !diags.iter().any(Diagnostic::is_error)) else {
+        super::eprint_diagnostics(&diags);
+        return Ok(None);
+    };
+    let text = lock
+        .to_toml()
+        .map_err(|e| Failure::bug(format!("cannot serialise the lock: {e}")))?;
+    let path = super::lock_path(&args.spec, None);
+    if args.update_lock {
+        crate::fsutil::write_atomic(&path, text.as_bytes())?;
+        super::eprint_diagnostics(&diags);
+        return Ok(Some(lock));
+    }
+    let problem = match std::fs::read_to_string(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(
+            Diagnostic::error(
+                super::lock::LOCK_MISSING,
+                format!("{} does not exist", path.display()),
+            )
+            .with_hint("run `envbuild lock SPEC` and commit the lock, or pass --update-lock"),
+        ),
+        Err(e) => return Err(Failure::io(&path, &e)),
+        Ok(old) if old != text => {
+            let changes = crate::lock::changed_keys(&old, &text);
+            Some(
+                Diagnostic::error(
+                    super::lock::LOCK_STALE,
+                    format!(
+                        "{} is stale; re-locking would change:\n    {}",
+                        path.display(),
+                        if changes.is_empty() {
+                            "(formatting only)".to_string()
+                        } else {
+                            changes.join("\n    ")
+                        }
+                    ),
+                )
+                .with_hint(
+                    "run `envbuild lock SPEC` and commit the new lock, or pass --update-lock",
+                ),
+            )
+        }
+        Ok(_) => None,
+    };
+    match problem {
+        Some(d) => {
+            diags.push(d);
+            super::eprint_diagnostics(&diags);
+            Ok(None)
+        }
+        None => {
+            super::eprint_diagnostics(&diags);
+            Ok(Some(lock))
+        }
+    }
 }
 
 /// Build and smoke-test already-rendered files, print the verdicts and return the exit code.
@@ -570,6 +700,13 @@ mod tests {
              [runtime] step 3/3: RUN make\n\
              [runtime] built env:runtime-0123456789ab in 1.5s: 3 steps, 1 cached\n"
         );
+    }
+
+    #[test]
+    fn image_names_are_docker_repository_names() {
+        assert_eq!(image_name("Torch GPU env"), "torch-gpu-env");
+        assert_eq!(image_name("team/env_1.0"), "team/env_1.0");
+        assert_eq!(image_name("!!!"), "envbuild-env");
     }
 
     #[test]

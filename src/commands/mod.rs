@@ -1,4 +1,9 @@
 //! Command wiring: each subcommand connects the pure pipeline to files, the engine and the host.
+//! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
+
+mod import;
+pub(crate) mod lock;
+mod table;
 
 pub mod image;
 pub mod smoke_run;
@@ -6,15 +11,111 @@ pub mod test;
 pub mod verdict;
 
 use crate::cli::{Cli, Command};
-use crate::diag::Failure;
+use crate::compat::Table;
+use crate::diag::{Diagnostic, Failure};
+use crate::lock::Lock;
+use crate::resolve::Resolution;
+use crate::spec::{Format, Locator, Spec};
+use std::path::Path;
 
 /// Run one command; `Ok(code)` is the exit code of a command that ran to completion.
 pub fn run(cli: Cli) -> Result<i32, Failure> {
+    let table = load_table(cli.table.as_deref())?;
     match cli.command {
-        Command::Image(args) => image::run(args),
-        Command::Test(args) => test::run(args),
+        Command::Lock(args) => lock::run(&table, &args),
+        Command::ShowTable(args) => table::run(&table, &args),
+        Command::Import(args) => import::run(&table, &args),
+        Command::Image(args) => image::run(&table, args),
+        Command::Test(args) => test::run(&table, args),
         other => Err(Failure::bug(format!(
             "command {other:?} is not wired up in this build"
         ))),
     }
+}
+
+/// The embedded table, or `--table FILE`.
+pub fn load_table(path: Option<&Path>) -> Result<Table, Failure> {
+    match path {
+        None => Table::embedded(),
+        Some(p) => {
+            let text = crate::fsutil::read_text(p)?;
+            Table::parse(&text, &p.display().to_string())
+        }
+    }
+}
+
+/// A spec read from disk, with its text kept for locating diagnostics.
+pub struct LoadedSpec {
+    pub spec: Spec,
+    pub text: String,
+    pub display: String,
+}
+
+/// Read and validate a spec file; on failure the diagnostics carry file:line:column.
+pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
+    let display = path.display().to_string();
+    let text = crate::fsutil::read_text(path).map_err(|f| f.diagnostics)?;
+    let spec = crate::spec::parse(&text, Format::from_path(path), &display, table)?;
+    Ok(LoadedSpec {
+        spec,
+        text,
+        display,
+    })
+}
+
+/// Resolve a loaded spec and give every diagnostic that names a spec key its location.
+pub fn resolve_loaded(loaded: &LoadedSpec, table: &Table) -> Resolution {
+    let hash = crate::resolve::spec_hash(&loaded.spec);
+    let mut res = crate::resolve::resolve(&loaded.spec, table, &hash);
+    let locator = Locator::new(&loaded.text, &loaded.display);
+    for d in &mut res.diagnostics {
+        if d.location.is_none() {
+            if let Some(f) = &d.field {
+                d.location = locator
+                    .find(f)
+                    .or_else(|| f.split_once('.').and_then(|(t, _)| locator.find(t)));
+            }
+        }
+    }
+    res
+}
+
+/// Where the lock of a spec lives: beside it, or in `out`.
+pub fn lock_path(spec: &Path, out: Option<&Path>) -> std::path::PathBuf {
+    let dir = match out {
+        Some(o) => o.to_path_buf(),
+        None => spec
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| Path::new(".").to_path_buf()),
+    };
+    dir.join(crate::lock::FILE_NAME)
+}
+
+/// Read a lock file.
+pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
+    let text = crate::fsutil::read_text(path)?;
+    Lock::from_toml(&text).map_err(|e| {
+        Failure::one(
+            Diagnostic::error(
+                "INVALID_LOCK",
+                format!("{} is not a valid envbuild lock: {e}", path.display()),
+            )
+            .with_hint("re-create it with `envbuild lock SPEC`"),
+        )
+    })
+}
+
+/// Print diagnostics to stderr (warnings included).
+pub fn eprint_diagnostics(diags: &[Diagnostic]) {
+    crate::diag::eprint_all(diags, &mut std::io::stderr());
+}
+
+/// Print a JSON value on stdout.
+pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+    let s = serde_json::to_string_pretty(value)
+        .map_err(|e| Failure::bug(format!("cannot serialise JSON: {e}")))?;
+    println!("{s}");
+    Ok(())
 }

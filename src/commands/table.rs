@@ -1,0 +1,296 @@
+//! `envbuild table`: show the compatibility table in force, readably or as JSON/TOML.
+//! Writes to stdout.
+
+use super::print_json;
+use crate::cli::{TableArgs, TableSection};
+use crate::compat::{Confidence, Table, EMBEDDED};
+use crate::diag::{exit, Failure};
+
+/// Left-aligned columns separated by two spaces; the header underlined.
+pub fn format_columns(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(c.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = line(header.to_vec());
+    out.push('\n');
+    out.push_str(&line(
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect(),
+    ));
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+        out.push('\n');
+    }
+    out
+}
+
+fn mark(c: Confidence) -> &'static str {
+    match c {
+        Confidence::Primary => "",
+        Confidence::Secondary => " [2nd]",
+        Confidence::Unconfirmed => " [?]",
+    }
+}
+
+fn list<T: ToString>(xs: &[T]) -> String {
+    if xs.is_empty() {
+        "-".into()
+    } else {
+        xs.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+pub fn torch_text(t: &Table) -> String {
+    let rows: Vec<Vec<String>> = t
+        .torch
+        .iter()
+        .map(|r| {
+            vec![
+                r.version.to_string(),
+                format!(
+                    "{}-{}",
+                    r.python.first().map(|p| p.to_string()).unwrap_or_default(),
+                    r.python.last().map(|p| p.to_string()).unwrap_or_default()
+                ),
+                list(&r.variants),
+                format!("{}{}", r.pypi_default, mark(r.pypi_default_confidence)),
+                format!("{}{}", r.torchvision, mark(r.torchvision_confidence)),
+                format!(
+                    "{}{}",
+                    r.torchaudio,
+                    if r.torchaudio_frozen { "*" } else { "" }
+                ),
+                list(&r.pytorch_channel),
+                format!(
+                    "{}{}",
+                    list(&r.conda_forge),
+                    if r.conda_forge.is_empty() {
+                        ""
+                    } else {
+                        mark(r.conda_forge_confidence)
+                    }
+                ),
+                format!("{}{}", r.glibc, mark(r.glibc_confidence)),
+            ]
+        })
+        .collect();
+    format_columns(
+        &[
+            "torch",
+            "python",
+            "wheel variants",
+            "pypi",
+            "torchvision",
+            "torchaudio",
+            "pytorch channel",
+            "conda-forge cuda",
+            "glibc",
+        ],
+        &rows,
+    ) + "\n* torchaudio is no longer released per torch version; this release works with it.\n"
+}
+
+pub fn cuda_text(t: &Table) -> String {
+    let rows: Vec<Vec<String>> = t
+        .cuda
+        .iter()
+        .map(|r| {
+            let (linux, windows) = match &r.like {
+                Some(l) => (format!("as {l}"), format!("as {l}")),
+                None => (
+                    r.linux
+                        .as_ref()
+                        .map(|v| v.to_string())
+                        .unwrap_or("-".into()),
+                    r.windows
+                        .as_ref()
+                        .map(|v| v.to_string())
+                        .unwrap_or("-".into()),
+                ),
+            };
+            vec![
+                r.version.to_string(),
+                format!("{linux}{}", mark(r.confidence)),
+                windows,
+            ]
+        })
+        .collect();
+    let mut out = format_columns(
+        &["CUDA toolkit", "Linux driver (native)", "Windows driver"],
+        &rows,
+    );
+    out.push_str(
+        "\nMinor-version compatibility floors (the lowest driver that runs an X.y build at all):\n",
+    );
+    let fam: Vec<Vec<String>> = t
+        .cuda_family
+        .iter()
+        .map(|f| {
+            vec![
+                format!("{}.x", f.major),
+                f.linux.to_string(),
+                format!("{}{}", f.windows, mark(f.windows_confidence)),
+            ]
+        })
+        .collect();
+    out.push_str(&format_columns(&["family", "Linux", "Windows"], &fam));
+    out.push_str("(10.x has no minor-version compatibility: each release needs its own driver.)\n\nDriver branch -> highest CUDA it supports:\n");
+    let br: Vec<Vec<String>> = t
+        .driver_branch
+        .iter()
+        .map(|b| {
+            vec![
+                format!("R{}", b.branch),
+                format!("{}{}", b.max_cuda, mark(b.confidence)),
+            ]
+        })
+        .collect();
+    out.push_str(&format_columns(&["branch", "max CUDA"], &br));
+    out
+}
+
+pub fn gpu_text(t: &Table) -> String {
+    let rows: Vec<Vec<String>> = t
+        .gpu
+        .iter()
+        .map(|g| {
+            let arch = t.arch_row(g.cc);
+            vec![
+                g.name.clone(),
+                g.cc.to_string(),
+                arch.map(|a| a.family.clone()).unwrap_or_default(),
+                format!("{:?}", g.kind).to_lowercase(),
+                g.min_driver
+                    .as_ref()
+                    .map(|d| d.to_string())
+                    .unwrap_or_default(),
+                g.aliases.join(", "),
+            ]
+        })
+        .collect();
+    format_columns(
+        &["GPU", "cc", "architecture", "kind", "min driver", "also"],
+        &rows,
+    )
+}
+
+pub fn python_text(t: &Table) -> String {
+    let rows: Vec<Vec<String>> = t
+        .python
+        .iter()
+        .map(|p| {
+            let last = t
+                .torch
+                .iter()
+                .rev()
+                .find(|r| r.python.contains(&p.version))
+                .map(|r| r.version.to_string())
+                .unwrap_or("-".into());
+            let eol = if p.eol.as_str() <= t.meta.as_of.as_str() {
+                " (EOL)"
+            } else {
+                ""
+            };
+            vec![p.version.to_string(), format!("{}{eol}", p.eol), last]
+        })
+        .collect();
+    format_columns(&["python", "end of life", "newest torch"], &rows)
+}
+
+pub fn channels_text(t: &Table) -> String {
+    let rows: Vec<Vec<String>> = t
+        .channel
+        .iter()
+        .map(|c| {
+            vec![
+                c.name.clone(),
+                c.last_torch
+                    .as_ref()
+                    .map(|v| v.to_string())
+                    .unwrap_or("-".into()),
+                c.note.clone(),
+            ]
+        })
+        .collect();
+    format_columns(&["channel", "last torch", "note"], &rows)
+}
+
+pub fn run(table: &Table, args: &TableArgs) -> Result<i32, Failure> {
+    if args.toml {
+        // The embedded text keeps its comments; an override is re-serialised.
+        let text = if Table::parse(EMBEDDED, "embedded").is_ok_and(|e| {
+            e.meta.version == table.meta.version && e.torch.len() == table.torch.len()
+        }) {
+            EMBEDDED.to_string()
+        } else {
+            toml::to_string(table)
+                .map_err(|e| Failure::bug(format!("cannot serialise the table: {e}")))?
+        };
+        print!("{text}");
+        return Ok(exit::OK);
+    }
+    if args.json {
+        match args.section {
+            None => print_json(table)?,
+            Some(TableSection::Torch) => {
+                print_json(&serde_json::json!({"torch": table.torch, "wheel": table.wheel}))?
+            }
+            Some(TableSection::Cuda) => print_json(
+                &serde_json::json!({"cuda": table.cuda, "cuda_family": table.cuda_family, "driver_branch": table.driver_branch}),
+            )?,
+            Some(TableSection::Gpu) => {
+                print_json(&serde_json::json!({"gpu": table.gpu, "arch": table.arch}))?
+            }
+            Some(TableSection::Python) => print_json(&serde_json::json!({"python": table.python}))?,
+            Some(TableSection::Channels) => {
+                print_json(&serde_json::json!({"channel": table.channel}))?
+            }
+        }
+        return Ok(exit::OK);
+    }
+    let text = match args.section {
+        Some(TableSection::Torch) => torch_text(table),
+        Some(TableSection::Cuda) => cuda_text(table),
+        Some(TableSection::Gpu) => gpu_text(table),
+        Some(TableSection::Python) => python_text(table),
+        Some(TableSection::Channels) => channels_text(table),
+        None => format!(
+            "envbuild compatibility table {} (as of {}): {} torch releases, {} CUDA toolkits, {} GPUs.\n\
+             [2nd] = secondary source, [?] = unconfirmed (warns, never fails).\n\
+             Sections: `envbuild table torch|cuda|gpu|python|channels`, `--json`, `--toml`.\n\n{}",
+            table.meta.version,
+            table.meta.as_of,
+            table.torch.len(),
+            table.cuda.len(),
+            table.gpu.len(),
+            torch_text(table)
+        ),
+    };
+    print!("{text}");
+    Ok(exit::OK)
+}

@@ -1,0 +1,708 @@
+//! The compatibility table: typed rows, loading (embedded or `--table FILE`), invariants and
+//! queries. The table itself is data (`table.toml`), with a source and a confidence per row.
+//! This module performs no I/O: callers pass the table text.
+
+use crate::diag::{Diagnostic, Failure};
+use crate::version::{Cc, Version};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The table shipped inside the binary.
+pub const EMBEDDED: &str = include_str!("table.toml");
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    #[default]
+    Primary,
+    Secondary,
+    Unconfirmed,
+}
+
+impl Confidence {
+    pub fn is_unconfirmed(self) -> bool {
+        self == Confidence::Unconfirmed
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    pub version: String,
+    pub as_of: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CudaRow {
+    pub version: Version,
+    #[serde(default)]
+    pub linux: Option<Version>,
+    #[serde(default)]
+    pub windows: Option<Version>,
+    /// Borrow the drivers of another row (NVIDIA published none for this one).
+    #[serde(default)]
+    pub like: Option<Version>,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilyRow {
+    pub major: u64,
+    pub linux: Version,
+    pub windows: Version,
+    #[serde(default)]
+    pub windows_confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BranchRow {
+    pub branch: u64,
+    pub max_cuda: Version,
+    #[serde(default)]
+    pub confidence: Confidence,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchRow {
+    pub cc: Cc,
+    pub family: String,
+    #[serde(default)]
+    pub first_cuda: Option<Version>,
+    #[serde(default)]
+    pub last_cuda: Option<Version>,
+    /// The newest driver branch that still drives such GPUs.
+    #[serde(default)]
+    pub last_branch: Option<u64>,
+    #[serde(default)]
+    pub min_driver: Option<Version>,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuKind {
+    Datacenter,
+    Consumer,
+    Workstation,
+    Embedded,
+}
+
+impl GpuKind {
+    /// Forward compatibility (cuda-compat) works on data-center GPUs and Jetson boards only.
+    pub fn forward_compatible(self) -> bool {
+        matches!(self, GpuKind::Datacenter | GpuKind::Embedded)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuRow {
+    pub name: String,
+    pub cc: Cc,
+    pub kind: GpuKind,
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    #[serde(default)]
+    pub min_driver: Option<Version>,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonRow {
+    pub version: Version,
+    pub eol: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Numpy1Row {
+    pub python: Version,
+    pub version: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelRow {
+    pub name: String,
+    #[serde(default)]
+    pub last_torch: Option<Version>,
+    #[serde(default)]
+    pub ended: Option<String>,
+    pub note: String,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseKind {
+    Wheel,
+    Conda,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BaseImageRow {
+    pub kind: BaseKind,
+    #[serde(default)]
+    pub python: Option<Version>,
+    pub image: String,
+    pub glibc: Version,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TorchRow {
+    pub version: Version,
+    pub python: Vec<Version>,
+    #[serde(default)]
+    pub python_experimental: Vec<Version>,
+    pub variants: Vec<String>,
+    #[serde(default)]
+    pub experimental_variants: Vec<String>,
+    pub pypi_default: String,
+    #[serde(default)]
+    pub pypi_default_confidence: Confidence,
+    pub torchvision: String,
+    #[serde(default)]
+    pub torchvision_confidence: Confidence,
+    #[serde(default)]
+    pub torchvision_conda: Option<String>,
+    pub torchaudio: String,
+    /// torchaudio is no longer released per torch version; `torchaudio` names the release that
+    /// works with this torch (built against the stable ABI).
+    #[serde(default)]
+    pub torchaudio_frozen: bool,
+    #[serde(default)]
+    pub torchaudio_conda: Option<String>,
+    #[serde(default)]
+    pub pytorch_channel: Vec<Version>,
+    #[serde(default)]
+    pub conda_forge: Vec<Version>,
+    #[serde(default)]
+    pub conda_forge_confidence: Confidence,
+    #[serde(default)]
+    pub conda_forge_win: Vec<Version>,
+    pub glibc: Version,
+    #[serde(default)]
+    pub glibc_confidence: Confidence,
+    /// torch <= 2.2 fails with NumPy 2: pin the last NumPy 1.x.
+    pub numpy1: bool,
+    pub source: String,
+}
+
+impl TorchRow {
+    /// `major.minor`, the key of its wheel rows.
+    pub fn series(&self) -> String {
+        self.version.major_minor()
+    }
+
+    /// The conda selector package of the pytorch channel: `cudatoolkit` before 1.13.
+    pub fn channel_selector(&self) -> &'static str {
+        if self.version < Version::parse("1.13").expect("literal") {
+            "cudatoolkit"
+        } else {
+            "pytorch-cuda"
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WheelRow {
+    /// Torch minor series (`2.5` covers 2.5.0 and 2.5.1).
+    pub torch: Version,
+    pub variant: String,
+    pub cuda: Version,
+    pub cudnn: String,
+    #[serde(default)]
+    pub cudnn_confidence: Confidence,
+    #[serde(default)]
+    pub nccl: Option<String>,
+    pub arch: Vec<Cc>,
+    pub ptx: Vec<Cc>,
+    /// Entries of `arch` whose presence the sources leave in doubt.
+    #[serde(default)]
+    pub unconfirmed_arch: Vec<Cc>,
+    #[serde(default)]
+    pub ptx_confidence: Confidence,
+    /// Confidence in the whole arch list.
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchListRow {
+    pub variant: String,
+    pub arch: Vec<Cc>,
+    pub ptx: Vec<Cc>,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CondaForgeBuildRow {
+    pub cuda: Version,
+    pub arch: Vec<Cc>,
+    pub ptx: Vec<Cc>,
+    pub glibc: Version,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
+/// The whole table.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Table {
+    pub meta: Meta,
+    pub sources: BTreeMap<String, String>,
+    pub cuda: Vec<CudaRow>,
+    pub cuda_family: Vec<FamilyRow>,
+    pub driver_branch: Vec<BranchRow>,
+    pub arch: Vec<ArchRow>,
+    pub gpu: Vec<GpuRow>,
+    pub python: Vec<PythonRow>,
+    pub numpy1: Vec<Numpy1Row>,
+    pub channel: Vec<ChannelRow>,
+    pub base_image: Vec<BaseImageRow>,
+    pub torch: Vec<TorchRow>,
+    pub wheel: Vec<WheelRow>,
+    pub wheel_aarch64: Vec<ArchListRow>,
+    pub conda_forge_build: Vec<CondaForgeBuildRow>,
+}
+
+pub const TABLE_INVALID: &str = "TABLE_INVALID";
+
+/// Which driver column applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    Linux,
+    Windows,
+}
+
+/// A driver requirement and how sure the table is of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriverReq {
+    pub version: Version,
+    pub confidence: Confidence,
+}
+
+impl Table {
+    /// The embedded table. It is checked by the unit tests, so failing here is an envbuild bug.
+    pub fn embedded() -> Result<Table, Failure> {
+        Table::parse(EMBEDDED, "<embedded table>").map_err(|f| {
+            Failure::bug(format!(
+                "the embedded compatibility table is invalid: {}",
+                f.diagnostics
+                    .first()
+                    .map(|d| d.message.clone())
+                    .unwrap_or_default()
+            ))
+        })
+    }
+
+    /// Parse and check a table; `origin` names it in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Table, Failure> {
+        let table: Table = toml::from_str(text).map_err(|e| {
+            Failure::one(
+                Diagnostic::error(
+                    TABLE_INVALID,
+                    format!("{origin}: not a valid compatibility table: {}", e.message()),
+                )
+                .with_hint("start from `envbuild table --toml` (the embedded table) and edit it"),
+            )
+        })?;
+        let problems = table.check();
+        if problems.is_empty() {
+            Ok(table)
+        } else {
+            Err(Failure::new(
+                problems
+                    .into_iter()
+                    .map(|p| {
+                        Diagnostic::error(TABLE_INVALID, format!("{origin}: {p}"))
+                            .with_hint("fix the row or start again from `envbuild table --toml`")
+                    })
+                    .collect(),
+            ))
+        }
+    }
+
+    /// Invariants every table must satisfy; the list of violations (empty when sound).
+    pub fn check(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let known_source = |s: &str| s.split_whitespace().all(|k| self.sources.contains_key(k));
+        let mut check_sorted = |what: &str, keys: Vec<String>, ord: &dyn Fn(usize) -> bool| {
+            for (i, key) in keys.iter().enumerate().skip(1) {
+                if !ord(i) {
+                    out.push(format!(
+                        "[[{what}]] rows are not sorted or repeat a key at `{key}`"
+                    ));
+                }
+            }
+        };
+        check_sorted(
+            "cuda",
+            self.cuda.iter().map(|r| r.version.to_string()).collect(),
+            &|i| self.cuda[i - 1].version < self.cuda[i].version,
+        );
+        check_sorted(
+            "torch",
+            self.torch.iter().map(|r| r.version.to_string()).collect(),
+            &|i| self.torch[i - 1].version < self.torch[i].version,
+        );
+        check_sorted(
+            "driver_branch",
+            self.driver_branch
+                .iter()
+                .map(|r| r.branch.to_string())
+                .collect(),
+            &|i| self.driver_branch[i - 1].branch < self.driver_branch[i].branch,
+        );
+        check_sorted(
+            "arch",
+            self.arch.iter().map(|r| r.cc.to_string()).collect(),
+            &|i| self.arch[i - 1].cc < self.arch[i].cc,
+        );
+        check_sorted(
+            "python",
+            self.python.iter().map(|r| r.version.to_string()).collect(),
+            &|i| self.python[i - 1].version < self.python[i].version,
+        );
+        check_sorted(
+            "wheel",
+            self.wheel
+                .iter()
+                .map(|r| format!("{} {}", r.torch, r.variant))
+                .collect(),
+            &|i| {
+                let (a, b) = (&self.wheel[i - 1], &self.wheel[i]);
+                (&a.torch, variant_cuda_key(&a.variant)) < (&b.torch, variant_cuda_key(&b.variant))
+            },
+        );
+        let mut names = std::collections::BTreeSet::new();
+        for g in &self.gpu {
+            for n in std::iter::once(&g.name).chain(&g.aliases) {
+                if !names.insert(normalize_gpu_name(n)) {
+                    out.push(format!("GPU name `{n}` appears twice"));
+                }
+            }
+            if self.arch_row(g.cc).is_none() {
+                out.push(format!(
+                    "GPU `{}` has compute capability {} with no [[arch]] row",
+                    g.name, g.cc
+                ));
+            }
+        }
+        for r in &self.cuda {
+            if r.linux.is_none() && r.like.is_none() {
+                out.push(format!(
+                    "CUDA {} has neither a driver nor `like`",
+                    r.version
+                ));
+            }
+            if let Some(l) = &r.like {
+                if self.cuda_row(l).is_none_or(|x| x.linux.is_none()) {
+                    out.push(format!(
+                        "CUDA {} is `like` {l}, which has no driver",
+                        r.version
+                    ));
+                }
+            }
+        }
+        for t in &self.torch {
+            let series = Version::parse(&t.series()).expect("major.minor of a version");
+            for v in t.variants.iter().chain(&t.experimental_variants) {
+                if self.wheel_row(&series, v).is_none() {
+                    out.push(format!(
+                        "torch {} lists variant {v} with no [[wheel]] row",
+                        t.version
+                    ));
+                }
+            }
+            if !t.variants.contains(&t.pypi_default) {
+                out.push(format!(
+                    "torch {}: pypi_default {} is not one of its variants",
+                    t.version, t.pypi_default
+                ));
+            }
+            for c in &t.conda_forge {
+                if !self.conda_forge_build.iter().any(|b| b.cuda == *c) {
+                    out.push(format!(
+                        "torch {}: conda-forge CUDA {c} has no [[conda_forge_build]] row",
+                        t.version
+                    ));
+                }
+            }
+            if t.python.is_empty() || t.python.windows(2).any(|w| w[0] >= w[1]) {
+                out.push(format!(
+                    "torch {}: python list must be non-empty and ascending",
+                    t.version
+                ));
+            }
+            if !known_source(&t.source) {
+                out.push(format!(
+                    "torch {}: unknown source key in `{}`",
+                    t.version, t.source
+                ));
+            }
+        }
+        for w in &self.wheel {
+            if self.toolkit_driver(&w.cuda, Os::Linux).is_none() {
+                out.push(format!(
+                    "wheel {} {}: CUDA {} has no [[cuda]] row",
+                    w.torch, w.variant, w.cuda
+                ));
+            }
+            if variant_of(&w.cuda) != w.variant {
+                out.push(format!(
+                    "wheel {} {}: CUDA {} does not match the variant name",
+                    w.torch, w.variant, w.cuda
+                ));
+            }
+            if !known_source(&w.source) {
+                out.push(format!(
+                    "wheel {} {}: unknown source key",
+                    w.torch, w.variant
+                ));
+            }
+        }
+        for (what, src) in self
+            .cuda
+            .iter()
+            .map(|r| (format!("cuda {}", r.version), &r.source))
+            .chain(
+                self.gpu
+                    .iter()
+                    .map(|r| (format!("gpu {}", r.name), &r.source)),
+            )
+            .chain(
+                self.arch
+                    .iter()
+                    .map(|r| (format!("arch {}", r.cc), &r.source)),
+            )
+            .chain(
+                self.channel
+                    .iter()
+                    .map(|r| (format!("channel {}", r.name), &r.source)),
+            )
+            .chain(
+                self.base_image
+                    .iter()
+                    .map(|r| (format!("base image {}", r.image), &r.source)),
+            )
+        {
+            if !known_source(src) {
+                out.push(format!("{what}: unknown source key `{src}`"));
+            }
+        }
+        out
+    }
+
+    pub fn cuda_row(&self, v: &Version) -> Option<&CudaRow> {
+        self.cuda.iter().find(|r| r.version == *v)
+    }
+
+    /// The driver a toolkit ships with (native support). A `major.minor` version takes the
+    /// newest patch's driver, the conservative choice when the exact patch is unknown.
+    pub fn toolkit_driver(&self, cuda: &Version, os: Os) -> Option<DriverReq> {
+        let rows: Vec<&CudaRow> = if cuda.len() <= 2 {
+            self.cuda
+                .iter()
+                .filter(|r| r.version.starts_with(cuda))
+                .collect()
+        } else {
+            self.cuda_row(cuda).into_iter().collect()
+        };
+        let mut best: Option<DriverReq> = None;
+        for r in rows {
+            let (src, conf) = match &r.like {
+                Some(l) => (self.cuda_row(l)?, Confidence::Unconfirmed.max(r.confidence)),
+                None => (r, r.confidence),
+            };
+            let v = match os {
+                Os::Linux => src.linux.clone(),
+                Os::Windows => src.windows.clone(),
+            }?;
+            if best.as_ref().is_none_or(|b| v > b.version) {
+                best = Some(DriverReq {
+                    version: v,
+                    confidence: conf,
+                });
+            }
+        }
+        best
+    }
+
+    /// The lowest driver that runs builds of this CUDA major through minor-version
+    /// compatibility; `None` before CUDA 11 (no minor-version compatibility).
+    pub fn family_floor(&self, major: u64, os: Os) -> Option<DriverReq> {
+        let r = self.cuda_family.iter().find(|r| r.major == major)?;
+        Some(match os {
+            Os::Linux => DriverReq {
+                version: r.linux.clone(),
+                confidence: Confidence::Primary,
+            },
+            Os::Windows => DriverReq {
+                version: r.windows.clone(),
+                confidence: r.windows_confidence,
+            },
+        })
+    }
+
+    /// The highest CUDA a driver supports (`nvidia-smi`'s "CUDA Version", conda's `__cuda`).
+    pub fn driver_max_cuda(&self, driver: &Version) -> Option<&BranchRow> {
+        self.driver_branch
+            .iter()
+            .rev()
+            .find(|r| driver.major() >= r.branch)
+    }
+
+    pub fn arch_row(&self, cc: Cc) -> Option<&ArchRow> {
+        self.arch.iter().find(|r| r.cc == cc)
+    }
+
+    pub fn torch_row(&self, v: &Version) -> Option<&TorchRow> {
+        self.torch.iter().find(|r| r.version == *v)
+    }
+
+    pub fn wheel_row(&self, series: &Version, variant: &str) -> Option<&WheelRow> {
+        self.wheel
+            .iter()
+            .find(|r| r.torch == *series && r.variant == variant)
+    }
+
+    pub fn python_row(&self, minor: &Version) -> Option<&PythonRow> {
+        self.python.iter().find(|r| r.version == *minor)
+    }
+
+    pub fn channel_row(&self, name: &str) -> Option<&ChannelRow> {
+        self.channel.iter().find(|r| r.name == name)
+    }
+
+    pub fn conda_forge_build(&self, cuda: &Version) -> Option<&CondaForgeBuildRow> {
+        self.conda_forge_build.iter().find(|r| r.cuda == *cuda)
+    }
+
+    pub fn numpy1_for(&self, python_minor: &Version) -> Option<&Numpy1Row> {
+        self.numpy1.iter().find(|r| r.python == *python_minor)
+    }
+
+    pub fn newest_torch(&self) -> Option<&TorchRow> {
+        self.torch.last()
+    }
+
+    /// Look a GPU up by model name (with or without NVIDIA/Tesla/GeForce/Quadro, any case,
+    /// nvidia-smi suffixes like `-SXM4-80GB` ignored) or by compute capability.
+    pub fn find_gpu(&self, input: &str) -> Option<GpuMatch<'_>> {
+        if let Some(cc) = Cc::parse(input) {
+            return Some(GpuMatch { cc, row: None });
+        }
+        let wanted = normalize_gpu_name(input);
+        // Longest known name that is a whole-word prefix of the input wins, so that
+        // "RTX 6000 Ada" is not taken for "RTX 6000" and "A100-SXM4-80GB" finds "A100".
+        let mut best: Option<(&GpuRow, usize)> = None;
+        for g in &self.gpu {
+            for n in std::iter::once(&g.name).chain(&g.aliases) {
+                let key = normalize_gpu_name(n);
+                let whole_word = wanted == key
+                    || (wanted.starts_with(&key) && wanted.as_bytes()[key.len()] == b' ');
+                if whole_word && best.is_none_or(|(_, l)| key.len() > l) {
+                    best = Some((g, key.len()));
+                }
+            }
+        }
+        best.map(|(g, _)| GpuMatch {
+            cc: g.cc,
+            row: Some(g),
+        })
+    }
+
+    /// Known GPU names closest to `input`, for "did you mean".
+    pub fn gpu_suggestions(&self, input: &str) -> Vec<String> {
+        let wanted = normalize_gpu_name(input);
+        let mut scored: Vec<(f64, &str)> = self
+            .gpu
+            .iter()
+            .map(|g| {
+                (
+                    strsim::jaro_winkler(&wanted, &normalize_gpu_name(&g.name)),
+                    g.name.as_str(),
+                )
+            })
+            .filter(|(s, _)| *s > 0.75)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        scored
+            .into_iter()
+            .take(3)
+            .map(|(_, n)| n.to_string())
+            .collect()
+    }
+}
+
+/// A GPU the spec names: its compute capability and, for a model name, its row.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuMatch<'a> {
+    pub cc: Cc,
+    pub row: Option<&'a GpuRow>,
+}
+
+/// `NVIDIA GeForce RTX 4090` → `RTX 4090`; `Tesla V100-SXM2-16GB` → `V100 SXM2 16GB`.
+pub fn normalize_gpu_name(s: &str) -> String {
+    let upper = s.to_ascii_uppercase().replace(['-', '_'], " ");
+    let mut words: Vec<&str> = upper.split_whitespace().collect();
+    while let Some(first) = words.first() {
+        if matches!(*first, "NVIDIA" | "TESLA" | "GEFORCE") {
+            words.remove(0);
+        } else {
+            break;
+        }
+    }
+    words.join(" ")
+}
+
+/// `cu` + major + minor digits: 12.4.1 → `cu124`, 10.2.89 → `cu102`.
+pub fn variant_of(cuda: &Version) -> String {
+    format!("cu{}{}", cuda.major(), cuda.minor())
+}
+
+/// The CUDA (major, minor) a variant name stands for: `cu124` → (12, 4), `cu102` → (10, 2).
+pub fn variant_cuda(variant: &str) -> Option<Version> {
+    let d = variant.strip_prefix("cu")?;
+    if d.len() < 3 || d.len() > 4 || !d.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (maj, min) = d.split_at(d.len() - 1);
+    Version::parse(&format!("{maj}.{min}"))
+}
+
+fn variant_cuda_key(variant: &str) -> Option<Version> {
+    variant_cuda(variant)
+}
+
+#[cfg(test)]
+mod tests;

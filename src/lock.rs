@@ -1,0 +1,305 @@
+//! The lock: what a spec resolved to, versioned, sorted and byte-for-byte reproducible, plus the
+//! comparison behind `--locked`. This module performs no I/O.
+
+use crate::spec::{Platform, Source, Variant};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bumped whenever the lock's meaning changes; older locks are refused with a hint to re-lock.
+pub const LOCK_VERSION: u32 = 1;
+
+pub const FILE_NAME: &str = "envbuild.lock";
+
+/// A GPU of the target and how the build reaches it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedGpu {
+    /// As written in the spec.
+    pub input: String,
+    /// The model name from the table, when the input named a model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub cc: String,
+    /// `sm_86` (a cubin) or `compute_120` (PTX, JIT-compiled by the driver).
+    pub runs_via: String,
+}
+
+/// Settings of the image and run snippets, carried so `envbuild render LOCK` needs no spec.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockedImage {
+    pub base: String,
+    /// The spec's `[image] base`, when it overrides the table's choice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_digest: Option<String>,
+    /// `conda` (a conda-capable base) or `wheel` (a slim Python base).
+    pub base_kind: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_provides: Vec<String>,
+    pub variants: Vec<Variant>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wheels: Option<String>,
+    pub ssh: bool,
+    pub jupyterlab: String,
+    /// The spec's `[image] jupyterlab`, when it pins one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jupyterlab_pinned: Option<String>,
+    pub shm_size: String,
+    pub port: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datasets: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<String>,
+}
+
+/// What to install, exactly: the environment.yml dependencies and pip requirements.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Install {
+    /// Conda match specs in install order (python first), e.g. `pytorch::pytorch==2.5.1`.
+    pub conda: Vec<String>,
+    /// pip requirements, e.g. `torch==2.5.1+cu124`.
+    pub pip: Vec<String>,
+    /// `--extra-index-url` values for pip (the PyTorch wheel index).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pip_extra_index_urls: Vec<String>,
+    /// `CONDA_OVERRIDE_CUDA` for solving a conda-forge CUDA build on a machine with no driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conda_override_cuda: Option<String>,
+}
+
+/// The lock. Field order is the file's order; every map is a BTreeMap and every list is built
+/// in a fixed order, so the same spec and table give the same bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    pub version: u32,
+    pub name: String,
+    pub spec_sha256: String,
+    pub table_version: String,
+    pub source: Source,
+    pub platform: Platform,
+    pub channels: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+    /// Canonical names whatever the source: python, torch, torchvision, torchaudio, extras.
+    pub packages: BTreeMap<String, String>,
+    /// The CUDA toolkit the build uses (`12.4.1`; `12.9` for conda-forge's cuda-version).
+    pub cuda: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_variant: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cudnn: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<String>,
+    /// The driver that runs this build natively.
+    pub driver_min: String,
+    /// The lowest driver that runs it at all (CUDA minor-version compatibility); none before 11.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_min_compat: Option<String>,
+    /// The spec's target driver and how it runs the build: native, minor-compat, forward-compat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_mode: Option<String>,
+    /// The spec asked to run through forward compatibility (cuda-compat) if needed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forward_compat: bool,
+    /// Cubins the build carries (`sm_80`) and its PTX (`compute_90`).
+    pub arch_list: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ptx: Vec<String>,
+    pub glibc_min: String,
+    /// The spec's `[target] glibc`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc_target: Option<String>,
+    /// Packages envbuild pinned without the spec naming them (e.g. `numpy`, `mkl`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_added: Vec<String>,
+    pub install: Install,
+    pub image: LockedImage,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<LockedGpu>,
+    /// Why envbuild added or chose something the spec did not say (e.g. a NumPy 1.x pin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Lock {
+    /// The canonical file text: a header, then TOML.
+    pub fn to_toml(&self) -> Result<String, String> {
+        let body = toml::to_string(self).map_err(|e| e.to_string())?;
+        Ok(format!(
+            "# @generated by envbuild for `{}`. Do not edit: change the spec and run `envbuild lock`.\n{body}",
+            self.name
+        ))
+    }
+
+    pub fn from_toml(text: &str) -> Result<Lock, String> {
+        #[derive(Deserialize)]
+        struct Probe {
+            version: Option<u32>,
+        }
+        if let Ok(Probe { version: Some(v) }) = toml::from_str::<Probe>(text) {
+            if v != LOCK_VERSION {
+                return Err(format!(
+                    "lock format version {v} is not supported (this envbuild writes version {LOCK_VERSION})"
+                ));
+            }
+        }
+        toml::from_str(text).map_err(|e| e.message().trim().to_string())
+    }
+
+    /// sha256 of the canonical lock text: the image's content address.
+    pub fn hash(&self) -> Result<String, String> {
+        Ok(crate::hash::sha256_hex(self.to_toml()?.as_bytes()))
+    }
+
+    /// A compact one-line JSON summary for image labels.
+    pub fn summary_json(&self) -> String {
+        let mut m = BTreeMap::new();
+        m.insert("name", self.name.clone());
+        m.insert("source", self.source.as_str().to_string());
+        m.insert("cuda", self.cuda.clone());
+        m.insert("driver_min", self.driver_min.clone());
+        for k in ["python", "torch", "torchvision", "torchaudio"] {
+            if let Some(v) = self.packages.get(k) {
+                m.insert(k, v.clone());
+            }
+        }
+        if let Some(c) = &self.cudnn {
+            m.insert("cudnn", c.clone());
+        }
+        m.insert("arch", self.arch_list.join(","));
+        serde_json::to_string(&m).unwrap_or_default()
+    }
+}
+
+/// What `--locked` reports: dotted keys whose values differ between two lock texts.
+pub fn changed_keys(old: &str, new: &str) -> Vec<String> {
+    let parse = |t: &str| t.parse::<toml::Table>().ok().map(toml::Value::Table);
+    let mut out = Vec::new();
+    match (parse(old), parse(new)) {
+        (Some(a), Some(b)) => diff_values("", &a, &b, &mut out),
+        _ => out.push("(the lock on disk is not valid TOML)".to_string()),
+    }
+    out
+}
+
+fn diff_values(path: &str, a: &toml::Value, b: &toml::Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (toml::Value::Table(x), toml::Value::Table(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match (x.get(k), y.get(k)) {
+                    (Some(va), Some(vb)) => diff_values(&p, va, vb, out),
+                    (Some(va), None) => out.push(format!("{p}: {} -> (removed)", short(va))),
+                    (None, Some(vb)) => out.push(format!("{p}: (added) -> {}", short(vb))),
+                    (None, None) => {}
+                }
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {} -> {}", short(a), short(b))),
+        _ => {}
+    }
+}
+
+fn short(v: &toml::Value) -> String {
+    let s = v.to_string();
+    if s.len() > 80 {
+        format!(
+            "{}...",
+            &s[..s.char_indices().nth(77).map_or(s.len(), |(i, _)| i)]
+        )
+    } else {
+        s
+    }
+}
+
+/// What a rendered environment.yml cannot say in conda's own terms (the target machines, image
+/// settings, packages envbuild added), carried in one `# envbuild: {json}` comment so that
+/// `envbuild import` of the rendered file gives back the same spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvMetadata {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<String>,
+    pub platform: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forward_compat: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub auto_added: Vec<String>,
+    pub image: MetaImage,
+}
+
+/// The spec's `[image]` and `[run]` settings as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetaImage {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub base_provides: Vec<String>,
+    pub variants: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wheels: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ssh: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jupyterlab: Option<String>,
+    pub shm_size: String,
+    pub port: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datasets: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoints: Option<String>,
+}
+
+/// The comment line's prefix in a rendered environment.yml.
+pub const ENV_METADATA_PREFIX: &str = "# envbuild: ";
+
+impl Lock {
+    /// The `# envbuild: {...}` line for a rendered environment.yml (one line, no newline).
+    pub fn env_metadata_line(&self) -> String {
+        let meta = EnvMetadata {
+            driver: self.driver_target.clone(),
+            gpus: self.gpus.iter().map(|g| g.input.clone()).collect(),
+            platform: self.platform.as_str().to_string(),
+            glibc: self.glibc_target.clone(),
+            forward_compat: self.forward_compat,
+            auto_added: self.auto_added.clone(),
+            image: MetaImage {
+                base: self.image.base_override.clone(),
+                base_provides: self.image.base_provides.clone(),
+                variants: self
+                    .image
+                    .variants
+                    .iter()
+                    .map(|v| v.as_str().to_string())
+                    .collect(),
+                wheels: self.image.wheels.clone(),
+                ssh: self.image.ssh,
+                jupyterlab: self.image.jupyterlab_pinned.clone(),
+                shm_size: self.image.shm_size.clone(),
+                port: self.image.port,
+                datasets: self.image.datasets.clone(),
+                checkpoints: self.image.checkpoints.clone(),
+            },
+        };
+        format!(
+            "{ENV_METADATA_PREFIX}{}",
+            serde_json::to_string(&meta).unwrap_or_default()
+        )
+    }
+}

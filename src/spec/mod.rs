@@ -1,0 +1,402 @@
+//! The spec: parsing (TOML, or YAML with the same keys, with file:line:column on errors) and
+//! validation into domain types that cannot hold a newline or a shell metacharacter.
+//! This module performs no I/O: callers pass the text and a display name.
+
+pub mod raw;
+mod validate;
+
+pub use validate::{is_safe_path, parse_conda_pkg, parse_pip_pkg, PkgParse, MAX_VALUE_LEN};
+
+use crate::diag::{Diagnostic, Location};
+use crate::version::Version;
+use raw::RawSpec;
+use serde::Serialize;
+
+/// Diagnostic codes of spec parsing and validation.
+pub mod codes {
+    use crate::diag::Code;
+    pub const INVALID_SPEC: Code = "INVALID_SPEC";
+    pub const UNPINNED_VERSION: Code = "UNPINNED_VERSION";
+    pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// The `pytorch` conda channel with `pytorch-cuda` (or `cudatoolkit` before 1.13).
+    PytorchChannel,
+    /// conda-forge's `pytorch` with `cuda-version`.
+    CondaForge,
+    /// A `download.pytorch.org/whl/cuXYZ` wheel index.
+    PytorchIndex,
+    /// The plain PyPI wheel, with that release's default CUDA.
+    Pypi,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::PytorchChannel => "pytorch-channel",
+            Source::CondaForge => "conda-forge",
+            Source::PytorchIndex => "pytorch-index",
+            Source::Pypi => "pypi",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Source> {
+        Some(match s {
+            "pytorch-channel" => Source::PytorchChannel,
+            "conda-forge" => Source::CondaForge,
+            "pytorch-index" => Source::PytorchIndex,
+            "pypi" => Source::Pypi,
+            _ => return None,
+        })
+    }
+
+    /// Whether torch itself comes from conda (else from pip wheels).
+    pub fn is_conda(self) -> bool {
+        matches!(self, Source::PytorchChannel | Source::CondaForge)
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub enum Platform {
+    #[serde(rename = "linux-64")]
+    Linux64,
+    #[serde(rename = "linux-aarch64")]
+    LinuxAarch64,
+    #[serde(rename = "win-64")]
+    Win64,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Linux64 => "linux-64",
+            Platform::LinuxAarch64 => "linux-aarch64",
+            Platform::Win64 => "win-64",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Platform> {
+        Some(match s {
+            "linux-64" => Platform::Linux64,
+            "linux-aarch64" => Platform::LinuxAarch64,
+            "win-64" => Platform::Win64,
+            _ => return None,
+        })
+    }
+
+    pub fn os(self) -> crate::compat::Os {
+        match self {
+            Platform::Win64 => crate::compat::Os::Windows,
+            _ => crate::compat::Os::Linux,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Variant {
+    Runtime,
+    Dev,
+}
+
+impl Variant {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Runtime => "runtime",
+            Variant::Dev => "dev",
+        }
+    }
+}
+
+/// An extra conda package, pinned: `[channel::]name=version`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub struct CondaPkg {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub channel: Option<String>,
+    pub name: String,
+    pub version: String,
+}
+
+impl CondaPkg {
+    /// The exact match spec conda understands: `conda-forge::pandas==2.1.1`.
+    pub fn match_spec(&self) -> String {
+        match &self.channel {
+            Some(c) => format!("{c}::{}=={}", self.name, self.version),
+            None => format!("{}=={}", self.name, self.version),
+        }
+    }
+}
+
+/// An extra pip package, pinned: `name[extras]==version`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+pub struct PipPkg {
+    pub name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub extras: Vec<String>,
+    pub version: String,
+}
+
+impl PipPkg {
+    pub fn requirement(&self) -> String {
+        if self.extras.is_empty() {
+            format!("{}=={}", self.name, self.version)
+        } else {
+            format!("{}[{}]=={}", self.name, self.extras.join(","), self.version)
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub driver: Option<Version>,
+    pub gpus: Vec<String>,
+    pub platform: Platform,
+    pub glibc: Option<Version>,
+    pub forward_compat: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Image {
+    pub base: Option<String>,
+    pub variants: Vec<Variant>,
+    pub base_provides: Vec<String>,
+    pub wheels: Option<String>,
+    pub ssh: bool,
+    pub jupyterlab: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Run {
+    pub shm_size: String,
+    pub port: u16,
+    pub datasets: Option<String>,
+    pub checkpoints: Option<String>,
+}
+
+/// A validated spec. Its canonical JSON (field order as declared) is what the lock hashes, so a
+/// TOML and a YAML file with the same keys give the same lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Spec {
+    pub name: String,
+    pub python: Version,
+    pub pytorch: Version,
+    pub source: Source,
+    pub pytorch_cuda: Option<Version>,
+    pub cuda: Option<Version>,
+    /// In priority order: as written, or the source's defaults (see [`default_channels`]), so
+    /// that naming the defaults explicitly gives the same lock.
+    pub channels: Vec<String>,
+    pub torchvision: bool,
+    pub torchaudio: bool,
+    pub conda: Vec<CondaPkg>,
+    pub pip: Vec<PipPkg>,
+    pub target: Target,
+    pub image: Image,
+    pub run: Run,
+}
+
+/// The channels a source uses when the spec names none: the pytorch channel needs `nvidia` for
+/// `pytorch-cuda` (1.13+), and 1.12's `cudatoolkit=11.6` came from conda-forge; everything else
+/// (conda-forge builds, and python/pip for wheel sources) comes from conda-forge.
+pub fn default_channels(
+    source: Source,
+    pytorch: &Version,
+    pytorch_cuda: Option<&Version>,
+) -> Vec<String> {
+    match source {
+        Source::PytorchChannel => {
+            let mut c = vec!["pytorch".to_string()];
+            if pytorch.major_minor() == "1.12" {
+                if pytorch_cuda.is_some_and(|v| v.major_minor() == "11.6") {
+                    c.push("conda-forge".into());
+                }
+            } else {
+                c.push("nvidia".into());
+            }
+            c
+        }
+        _ => vec!["conda-forge".to_string()],
+    }
+}
+
+/// The file format of a spec, from its extension (TOML unless `.yml`/`.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Yaml,
+}
+
+impl Format {
+    pub fn from_path(path: &std::path::Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yml") | Some("yaml") => Format::Yaml,
+            _ => Format::Toml,
+        }
+    }
+}
+
+/// Parse and validate a spec. `file` names it in locations. On failure, every problem found.
+pub fn parse(
+    text: &str,
+    format: Format,
+    file: &str,
+    table: &crate::compat::Table,
+) -> Result<Spec, Vec<Diagnostic>> {
+    let raw = parse_raw(text, format, file).map_err(|d| vec![d])?;
+    validate::validate(raw, &Locator::new(text, file), table)
+}
+
+/// Deserialize into the as-written structs, mapping syntax/schema errors to `INVALID_SPEC`
+/// with a location and, for a misspelt key, a "did you mean".
+pub fn parse_raw(text: &str, format: Format, file: &str) -> Result<RawSpec, Diagnostic> {
+    if text.trim().is_empty() {
+        return Err(
+            Diagnostic::error(codes::INVALID_SPEC, format!("{file} is empty")).with_hint(
+                "a spec needs at least `name`, `python` and `pytorch`; see specs/ for examples",
+            ),
+        );
+    }
+    let (message, location) = match format {
+        Format::Toml => match toml::from_str::<RawSpec>(text) {
+            Ok(r) => return Ok(r),
+            Err(e) => {
+                let loc = e.span().map(|s| offset_location(text, file, s.start));
+                (e.message().trim().to_string(), loc)
+            }
+        },
+        Format::Yaml => {
+            let options = serde_saphyr::options! { with_snippet: false };
+            match serde_saphyr::from_str_with_options::<RawSpec>(text, options) {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    let loc = e.location().map(|l| Location {
+                        file: file.to_string(),
+                        line: l.line() as usize,
+                        column: l.column() as usize,
+                    });
+                    (yaml_message(&e.to_string()), loc)
+                }
+            }
+        }
+    };
+    let mut d = Diagnostic::error(codes::INVALID_SPEC, message.clone()).with_location(location);
+    d.hint = schema_hint(&message);
+    Err(d)
+}
+
+/// saphyr appends "at line X column Y" to some messages; the location is reported separately.
+fn yaml_message(s: &str) -> String {
+    let first = s.lines().next().unwrap_or(s).trim();
+    match first.find(" at line ") {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
+    }
+}
+
+fn schema_hint(message: &str) -> Option<String> {
+    if let Some(rest) = message.split("unknown field `").nth(1) {
+        let field = rest.split('`').next().unwrap_or("");
+        let all = raw::TOP_KEYS
+            .iter()
+            .chain(raw::TARGET_KEYS)
+            .chain(raw::IMAGE_KEYS)
+            .chain(raw::RUN_KEYS);
+        let normalized = field.replace('_', "-").to_ascii_lowercase();
+        let best = all
+            .map(|k| (strsim::jaro_winkler(&normalized, k), *k))
+            .filter(|(s, _)| *s > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        return Some(match best {
+            Some((_, k)) => format!("did you mean `{k}`?"),
+            None => "remove it; the README lists every spec key".to_string(),
+        });
+    }
+    if message.contains("invalid type") && message.contains("expected a string") {
+        return Some("quote the value: versions are strings, e.g. python = \"3.10\"".to_string());
+    }
+    if message.contains("missing field") {
+        return Some("see the README's spec reference for the required keys".to_string());
+    }
+    None
+}
+
+fn offset_location(text: &str, file: &str, offset: usize) -> Location {
+    let offset = offset.min(text.len());
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Location {
+        file: file.to_string(),
+        line,
+        column,
+    }
+}
+
+/// Finds where a key sits in the spec text, for diagnostics raised after parsing. Works for
+/// both TOML (`key = ...` under `[table]`) and YAML (`key: ...` under `table:`).
+pub struct Locator<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl<'a> Locator<'a> {
+    pub fn new(text: &'a str, file: &'a str) -> Self {
+        Locator { text, file }
+    }
+
+    /// `key` is a dotted path such as `pytorch` or `target.driver`.
+    pub fn find(&self, key: &str) -> Option<Location> {
+        let (table, leaf) = match key.split_once('.') {
+            Some((t, l)) => (Some(t), l),
+            None => (None, key),
+        };
+        let mut in_table = table.is_none();
+        for (i, line) in self.text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            let indent = line.len() - trimmed.len();
+            if let Some(t) = table {
+                if trimmed.starts_with('[') {
+                    in_table = trimmed.trim_end() == format!("[{t}]");
+                    continue;
+                }
+                if indent == 0 && !trimmed.is_empty() && !trimmed.starts_with('#') {
+                    if is_key_line(trimmed, t) {
+                        in_table = true;
+                        continue;
+                    } else if in_table && !is_key_line(trimmed, leaf) {
+                        in_table = false;
+                    }
+                }
+            } else if trimmed.starts_with('[') {
+                in_table = false;
+            }
+            let top_level_ok = table.is_some() || indent == 0;
+            if in_table && top_level_ok && is_key_line(trimmed, leaf) {
+                return Some(Location {
+                    file: self.file.to_string(),
+                    line: i + 1,
+                    column: indent + 1,
+                });
+            }
+        }
+        None
+    }
+}
+
+fn is_key_line(trimmed: &str, key: &str) -> bool {
+    let rest = match trimmed.strip_prefix(key) {
+        Some(r) => r,
+        None => return false,
+    };
+    let rest = rest.trim_start();
+    rest.starts_with('=') || rest.starts_with(':')
+}

@@ -1,0 +1,89 @@
+//! The spec as written: serde structs that mirror the file (TOML, or YAML with the same keys).
+//! Unknown keys are refused; values are plain strings here and validated in `spec::validate`.
+//! This module performs no I/O.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawSpec {
+    pub name: Option<String>,
+    pub python: Option<String>,
+    pub pytorch: Option<String>,
+    pub source: Option<String>,
+    pub pytorch_cuda: Option<String>,
+    pub cuda: Option<String>,
+    pub channels: Option<Vec<String>>,
+    pub torchvision: Option<bool>,
+    pub torchaudio: Option<bool>,
+    #[serde(default)]
+    pub conda: Vec<String>,
+    #[serde(default)]
+    pub pip: Vec<String>,
+    #[serde(default)]
+    pub target: RawTarget,
+    #[serde(default)]
+    pub image: RawImage,
+    #[serde(default)]
+    pub run: RawRun,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawTarget {
+    pub driver: Option<String>,
+    #[serde(default)]
+    pub gpus: Vec<String>,
+    pub platform: Option<String>,
+    pub glibc: Option<String>,
+    pub forward_compat: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawImage {
+    pub base: Option<String>,
+    pub variants: Option<Vec<String>>,
+    #[serde(default)]
+    pub base_provides: Vec<String>,
+    pub wheels: Option<String>,
+    pub ssh: Option<bool>,
+    pub jupyterlab: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawRun {
+    pub shm_size: Option<String>,
+    pub port: Option<u16>,
+    pub datasets: Option<String>,
+    pub checkpoints: Option<String>,
+}
+
+/// Every key the spec accepts, by table, for "did you mean".
+pub const TOP_KEYS: &[&str] = &[
+    "name",
+    "python",
+    "pytorch",
+    "source",
+    "pytorch-cuda",
+    "cuda",
+    "channels",
+    "torchvision",
+    "torchaudio",
+    "conda",
+    "pip",
+    "target",
+    "image",
+    "run",
+];
+pub const TARGET_KEYS: &[&str] = &["driver", "gpus", "platform", "glibc", "forward-compat"];
+pub const IMAGE_KEYS: &[&str] = &[
+    "base",
+    "variants",
+    "base-provides",
+    "wheels",
+    "ssh",
+    "jupyterlab",
+];
+pub const RUN_KEYS: &[&str] = &["shm-size", "port", "datasets", "checkpoints"];
