@@ -185,8 +185,7 @@ pub fn import(
                 }
             }
             Dep::Pip { pip } => {
-                let mut lines = pip.iter().map(|l| l.trim()).peekable();
-                while let Some(line) = lines.next() {
+                for line in pip.iter().map(|l| l.trim()) {
                     if line.is_empty() || line.starts_with('#') {
                         continue;
                     }

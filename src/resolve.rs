@@ -668,7 +668,8 @@ fn suggest(
 ) -> Option<String> {
     let platform = spec.target.platform;
     let python = &spec.python;
-    let works = |t: &TorchRow, source: Source, sel: &Version| -> Option<bool> {
+    // Some(number of warnings) when the build works for the target; fewer is better.
+    let works = |t: &TorchRow, source: Source, sel: &Version| -> Option<usize> {
         if exclude.is_some_and(|(et, es, esel)| *et == t.version && es == source && esel == sel) {
             return None;
         }
@@ -679,11 +680,11 @@ fn suggest(
             return None;
         }
         let b = build_for(table, t, source, platform, sel).ok()?;
-        let (diags, mode, _) = check_build(spec, table, source, gpus, &b);
+        let (diags, _, _) = check_build(spec, table, source, gpus, &b);
         if diags.iter().any(Diagnostic::is_error) {
             return None;
         }
-        Some(mode != Some(DriverMode::MinorCompat))
+        Some(diags.len() + b.notes.len())
     };
     let describe = |t: &TorchRow, source: Source, sel: &Version| -> String {
         let torch = if t.version == spec.pytorch {
@@ -720,31 +721,37 @@ fn suggest(
             sources.push(s);
         }
     }
-    for rows in [&same, &others] {
-        let mut fallback = None;
-        for t in rows {
+    // Rank: the same release from the same source, then the same release from another source,
+    // then newer-first other releases; a clean build (no warnings) beats one with warnings,
+    // except that staying on the same release and source matters most.
+    let mut best: Option<(u8, String)> = None;
+    for (same_torch, rows) in [(true, &same), (false, &others)] {
+        for t in rows.iter() {
             for &source in &sources {
                 let mut sels = selectors(t, source, platform);
                 sels.reverse();
                 for sel in &sels {
-                    match works(t, source, sel) {
-                        Some(true) => return Some(describe(t, source, sel)),
-                        Some(false) if fallback.is_none() => {
-                            fallback = Some(describe(t, source, sel))
-                        }
-                        _ => {}
+                    let Some(warnings) = works(t, source, sel) else {
+                        continue;
+                    };
+                    let same_source = source == spec.source;
+                    let tier = match (same_torch, same_source, warnings == 0) {
+                        (true, true, true) => 0,
+                        (true, false, true) => 1,
+                        (true, true, false) => 2,
+                        (false, true, true) => 3,
+                        (true, false, false) => 4,
+                        (false, false, true) => 5,
+                        (false, _, false) => 6,
+                    };
+                    if best.as_ref().is_none_or(|(b, _)| tier < *b) {
+                        best = Some((tier, describe(t, source, sel)));
                     }
                 }
             }
-            if fallback.is_some() && rows.len() > 1 {
-                break;
-            }
-        }
-        if fallback.is_some() {
-            return fallback;
         }
     }
-    None
+    best.map(|(_, d)| d)
 }
 
 fn hint_with(d: Diagnostic, alt: &Option<String>, fallback: &str) -> Diagnostic {

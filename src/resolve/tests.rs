@@ -1,1 +1,465 @@
+//! Resolver rules, each tested against a small fixture table (tests/fixtures/compat-fixture.toml)
+//! so that refreshing the real table's data never breaks a logic test.
 
+use super::*;
+use crate::compat::Table;
+use crate::spec::{parse, Format};
+
+const FIXTURE: &str = include_str!("../../tests/fixtures/compat-fixture.toml");
+
+fn table() -> Table {
+    Table::parse(FIXTURE, "fixture").unwrap_or_else(|f| panic!("{f}"))
+}
+
+fn resolve_toml(text: &str) -> Resolution {
+    let t = table();
+    let spec = parse(text, Format::Toml, "spec.toml", &t).unwrap_or_else(|d| panic!("{d:?}"));
+    resolve(&spec, &t, "0")
+}
+
+fn spec(body: &str, target: &str) -> String {
+    format!("name = \"t\"\n{body}\n[target]\n{target}\n")
+}
+
+fn codes(r: &Resolution) -> Vec<&'static str> {
+    r.diagnostics.iter().map(|d| d.code).collect()
+}
+
+fn find<'a>(r: &'a Resolution, code: &str) -> &'a Diagnostic {
+    r.diagnostics
+        .iter()
+        .find(|d| d.code == code)
+        .unwrap_or_else(|| panic!("no {code} in {:#?}", r.diagnostics))
+}
+
+const IDX: &str = "python = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"";
+
+#[test]
+fn native_driver_gives_a_clean_lock() {
+    let r = resolve_toml(&spec(IDX, "driver = \"550.54.15\"\ngpus = [\"A100\"]"));
+    assert!(r.diagnostics.is_empty(), "{:#?}", r.diagnostics);
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.driver_mode.as_deref(), Some("native"));
+    assert_eq!(lock.cuda, "12.4.1");
+    assert_eq!(lock.cudnn.as_deref(), Some("9.1.0.70"));
+    assert_eq!(lock.driver_min, "550.54.15");
+    assert_eq!(lock.driver_min_compat.as_deref(), Some("525.60.13"));
+    assert_eq!(lock.install.pip[0], "torch==2.5.1+cu124");
+    assert_eq!(
+        lock.index_url.as_deref(),
+        Some("https://download.pytorch.org/whl/cu124")
+    );
+}
+
+#[test]
+fn driver_between_family_floor_and_toolkit_driver_is_minor_compat() {
+    let r = resolve_toml(&spec(IDX, "driver = \"535.104.05\"\ngpus = [\"A100\"]"));
+    assert_eq!(codes(&r), [codes::DRIVER_MINOR_COMPAT]);
+    assert!(!r.has_errors());
+    assert_eq!(r.lock.unwrap().driver_mode.as_deref(), Some("minor-compat"));
+}
+
+#[test]
+fn driver_below_the_family_floor_is_too_old_with_a_working_alternative() {
+    let r = resolve_toml(&spec(IDX, "driver = \"470.82.01\"\ngpus = [\"A100\"]"));
+    assert!(r.lock.is_none());
+    let d = find(&r, codes::DRIVER_TOO_OLD);
+    assert!(d.message.contains(">= 525.60.13"), "{}", d.message);
+    // cu118 runs on R470 through 11.x minor-version compatibility.
+    assert!(
+        d.hint.as_deref().unwrap().contains("cuda = \"11.8\""),
+        "{:?}",
+        d.hint
+    );
+}
+
+#[test]
+fn cuda_10_has_no_minor_version_compatibility() {
+    let body = "python = \"3.10\"\npytorch = \"1.12.1\"\ncuda = \"10.2\"";
+    let r = resolve_toml(&spec(body, "driver = \"440.33\""));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    let r = resolve_toml(&spec(body, "driver = \"418.87.01\""));
+    let d = find(&r, codes::DRIVER_TOO_OLD);
+    assert!(
+        d.message.contains("no minor-version compatibility"),
+        "{}",
+        d.message
+    );
+}
+
+#[test]
+fn newer_drivers_run_older_families_natively() {
+    let body = "python = \"3.10\"\npytorch = \"2.1.0\"\ncuda = \"11.8\"";
+    let r = resolve_toml(&spec(body, "driver = \"580.95.05\"\ngpus = [\"A100\"]"));
+    assert_eq!(r.lock.unwrap().driver_mode.as_deref(), Some("native"));
+}
+
+#[test]
+fn forward_compatibility_only_on_data_center_gpus() {
+    let body = "python = \"3.11\"\npytorch = \"2.11.0\"\ncuda = \"13.0\"";
+    let r = resolve_toml(&spec(
+        body,
+        "driver = \"550.54.15\"\ngpus = [\"H100\"]\nforward-compat = true",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    find(&r, codes::FORWARD_COMPAT);
+    assert_eq!(
+        r.lock.unwrap().driver_mode.as_deref(),
+        Some("forward-compat")
+    );
+    let r = resolve_toml(&spec(
+        body,
+        "driver = \"550.54.15\"\ngpus = [\"RTX 4090\"]\nforward-compat = true",
+    ));
+    assert!(find(&r, codes::FORWARD_COMPAT_UNSUPPORTED)
+        .message
+        .contains("RTX 4090"));
+    // Without opting in, the same data-center case is an error.
+    let r = resolve_toml(&spec(body, "driver = \"550.54.15\"\ngpus = [\"H100\"]"));
+    find(&r, codes::DRIVER_TOO_OLD);
+}
+
+#[test]
+fn cubins_serve_newer_minors_so_ada_runs_on_sm86() {
+    let r = resolve_toml(&spec(
+        IDX,
+        "driver = \"550.54.15\"\ngpus = [\"RTX 4090\", \"sm_87\"]",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.gpus[0].runs_via, "sm_86");
+    assert_eq!(lock.gpus[1].runs_via, "sm_86");
+}
+
+#[test]
+fn hopper_cubins_do_not_serve_blackwell() {
+    let r = resolve_toml(&spec(IDX, "driver = \"575.57.08\"\ngpus = [\"B200\"]"));
+    let d = find(&r, codes::ARCH_NOT_IN_WHEEL);
+    assert!(d.message.contains("B200 (sm_100)"), "{}", d.message);
+    // The hint names a build that carries sm_100 and that this driver runs.
+    let hint = d.hint.as_deref().unwrap();
+    assert!(hint.contains("2.11.0") || hint.contains("2.7.0"), "{hint}");
+}
+
+#[test]
+fn ptx_runs_forward_only_and_warns() {
+    let body = "python = \"3.11\"\npytorch = \"2.11.0\"\ncuda = \"13.0\"";
+    // sm_121 has a same-major cubin (sm_120); a 13.0 device only the compute_120 PTX.
+    let r = resolve_toml(&spec(
+        body,
+        "driver = \"580.95.05\"\ngpus = [\"12.1\", \"13.0\"]",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert_eq!(codes(&r), [codes::PTX_JIT]);
+    // Jetson Thor (11.0) is older than the PTX and has no cubin.
+    let r = resolve_toml(&spec(
+        body,
+        "driver = \"580.95.05\"\ngpus = [\"Jetson Thor\"]",
+    ));
+    find(&r, codes::ARCH_NOT_IN_WHEEL);
+}
+
+#[test]
+fn ptx_jit_under_minor_version_compatibility_is_an_error() {
+    let body = "python = \"3.11\"\npytorch = \"2.7.0\"\ncuda = \"12.8\"";
+    let r = resolve_toml(&spec(body, "driver = \"560.35.05\"\ngpus = [\"13.0\"]"));
+    let d = find(&r, codes::DRIVER_TOO_OLD);
+    assert!(d.message.contains("PTX"), "{}", d.message);
+}
+
+#[test]
+fn blackwell_needs_its_own_minimum_driver() {
+    let body = "python = \"3.11\"\npytorch = \"2.7.0\"\ncuda = \"12.8\"";
+    let r = resolve_toml(&spec(body, "driver = \"560.35.05\"\ngpus = [\"B200\"]"));
+    assert!(find(&r, codes::DRIVER_TOO_OLD)
+        .message
+        .contains("B200 (sm_100) needs driver >= 570.133.20"));
+}
+
+#[test]
+fn python_outside_the_release_range_is_refused_with_the_newest_release_for_it() {
+    let body = "python = \"3.13\"\npytorch = \"2.1.0\"\ncuda = \"11.8\"";
+    let r = resolve_toml(&spec(body, "driver = \"550.54.15\""));
+    let d = find(&r, codes::PYTHON_UNSUPPORTED);
+    assert!(d.message.contains("3.8–3.11"), "{}", d.message);
+    assert!(
+        d.hint.as_deref().unwrap().contains("2.14.1"),
+        "{:?}",
+        d.hint
+    );
+}
+
+#[test]
+fn experimental_and_end_of_life_pythons_warn() {
+    let r = resolve_toml(&spec(
+        "python = \"3.13\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"",
+        "driver = \"550.54.15\"",
+    ));
+    find(&r, codes::PYTHON_EXPERIMENTAL);
+    let r = resolve_toml(&spec(
+        "python = \"3.9\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"",
+        "driver = \"550.54.15\"",
+    ));
+    assert!(find(&r, codes::PYTHON_EOL).message.contains("2025-10-31"));
+    assert!(r.lock.is_some());
+}
+
+#[test]
+fn pypi_source_uses_the_release_default_cuda() {
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.5.1\"",
+        "driver = \"550.54.15\"",
+    ));
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.cuda_variant.as_deref(), Some("cu124"));
+    assert_eq!(lock.install.pip[0], "torch==2.5.1");
+    assert!(lock.install.pip_extra_index_urls.is_empty());
+    let r = resolve_toml(&spec(
+        "python = \"3.10\"\npytorch = \"1.12.1\"",
+        "driver = \"440.33\"",
+    ));
+    find(&r, codes::UNCONFIRMED_FACT);
+}
+
+#[test]
+fn the_pytorch_channel_ended_after_2_5_1() {
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.6.0\"\npytorch-cuda = \"12.4\"",
+        "driver = \"550.54.15\"",
+    ));
+    let d = find(&r, codes::CHANNEL_DISCONTINUED);
+    assert!(d.message.contains("2.5.1"));
+    assert!(
+        d.hint.as_deref().unwrap().contains("pytorch-index"),
+        "{:?}",
+        d.hint
+    );
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.1.0\"\npytorch-cuda = \"12.4\"",
+        "driver = \"550.54.15\"",
+    ));
+    let d = find(&r, codes::NO_SUCH_VARIANT);
+    assert!(d.message.contains("11.8, 12.1"), "{}", d.message);
+}
+
+#[test]
+fn pytorch_channel_lock_pins_channel_packages_and_mkl() {
+    let r = resolve_toml(&spec(
+        "python = \"3.10\"\npytorch = \"2.5.1\"\npytorch-cuda = \"11.8\"",
+        "driver = \"550.54.15\"",
+    ));
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.channels, ["pytorch", "nvidia"]);
+    assert!(lock
+        .install
+        .conda
+        .contains(&"pytorch::pytorch==2.5.1".to_string()));
+    assert!(lock
+        .install
+        .conda
+        .contains(&"pytorch::pytorch-cuda=11.8".to_string()));
+    assert!(lock.install.conda.contains(&"mkl==2024.0.0".to_string()));
+    assert_eq!(lock.auto_added, ["mkl"]);
+    // Without `nvidia`, pytorch-cuda cannot be solved.
+    let r = resolve_toml(&spec("python = \"3.10\"\npytorch = \"2.5.1\"\npytorch-cuda = \"11.8\"\nchannels = [\"pytorch\", \"defaults\"]", ""));
+    assert!(find(&r, codes::CHANNEL_REQUIRED).message.contains("nvidia"));
+}
+
+#[test]
+fn conda_forge_builds_need_a_driver_reporting_their_cuda_major() {
+    let body =
+        "python = \"3.11\"\npytorch = \"2.11.0\"\ncuda = \"13.0\"\nchannels = [\"conda-forge\"]";
+    let r = resolve_toml(&spec(body, "driver = \"550.54.15\""));
+    let d = find(&r, codes::VIRTUAL_PACKAGE_UNSATISFIED);
+    assert!(
+        d.message.contains("__cuda >= 13") && d.message.contains("12.4"),
+        "{}",
+        d.message
+    );
+    assert!(d.hint.as_deref().unwrap().contains("12.9"), "{:?}", d.hint);
+    // The 12.9 build installs on an R535 driver (12.2) and runs through minor-version compat.
+    let body =
+        "python = \"3.11\"\npytorch = \"2.11.0\"\ncuda = \"12.9\"\nchannels = [\"conda-forge\"]";
+    let r = resolve_toml(&spec(body, "driver = \"535.104.05\""));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.install.conda_override_cuda.as_deref(), Some("12.9"));
+    assert!(lock
+        .install
+        .conda
+        .contains(&"conda-forge::pytorch==2.11.0=cuda*".to_string()));
+}
+
+#[test]
+fn glibc_floor_of_the_wheel_is_enforced() {
+    let body = "python = \"3.11\"\npytorch = \"2.7.0\"\ncuda = \"12.6\"";
+    let r = resolve_toml(&spec(body, "glibc = \"2.17\""));
+    let d = find(&r, codes::GLIBC_TOO_OLD);
+    assert!(d.message.contains("2.28"));
+    // 2.6.0's 2.28 floor is unconfirmed: a warning, never a failure.
+    let body = "python = \"3.11\"\npytorch = \"2.6.0\"\ncuda = \"12.6\"";
+    let r = resolve_toml(&spec(body, "glibc = \"2.17\""));
+    assert!(!r.has_errors());
+    assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("glibc"));
+}
+
+#[test]
+fn companions_follow_the_release_including_torchaudio_end() {
+    let r = resolve_toml(&spec(IDX, ""));
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.packages["torchvision"], "0.20.1");
+    assert_eq!(lock.packages["torchaudio"], "2.5.1");
+    let r = resolve_toml(&spec(
+        "python = \"3.12\"\npytorch = \"2.14.1\"\ncuda = \"13.0\"",
+        "",
+    ));
+    find(&r, codes::TORCHAUDIO_FROZEN);
+    assert_eq!(r.lock.unwrap().packages["torchaudio"], "2.11.1");
+    let r = resolve_toml(&spec("python = \"3.12\"\npytorch = \"2.14.1\"\ncuda = \"13.0\"\ntorchaudio = false\ntorchvision = false", ""));
+    let lock = r.lock.unwrap();
+    assert!(
+        !lock.packages.contains_key("torchaudio") && !lock.packages.contains_key("torchvision")
+    );
+    assert_eq!(lock.install.pip, ["torch==2.14.1+cu130"]);
+}
+
+#[test]
+fn numpy_1_is_pinned_for_torch_2_2_and_older() {
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.1.0\"\ncuda = \"12.1\"",
+        "",
+    ));
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.packages["numpy"], "1.26.4");
+    assert!(lock.install.pip.contains(&"numpy==1.26.4".to_string()));
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.1.0\"\ncuda = \"12.1\"\npip = [\"numpy==2.0.2\"]",
+        "",
+    ));
+    assert!(find(&r, codes::CONFLICTING_PIN)
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("1.26.4"));
+    // 2.5.1 works with NumPy 2: nothing is added.
+    let r = resolve_toml(&spec(IDX, ""));
+    assert!(!r.lock.unwrap().packages.contains_key("numpy"));
+}
+
+#[test]
+fn windows_cuda_wheels_come_only_from_the_pytorch_index() {
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.5.1\"",
+        "platform = \"win-64\"",
+    ));
+    let d = find(&r, codes::NO_SUCH_VARIANT);
+    assert!(d.message.contains("CPU-only") && d.hint.as_deref().unwrap().contains("pytorch-index"));
+    let r = resolve_toml(&spec(IDX, "platform = \"win-64\"\ndriver = \"551.78\""));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert_eq!(
+        r.lock.unwrap().driver_min,
+        "551.78",
+        "Windows driver column"
+    );
+}
+
+#[test]
+fn aarch64_pypi_wheels_are_cpu_only_before_2_11() {
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.5.1\"",
+        "platform = \"linux-aarch64\"",
+    ));
+    find(&r, codes::NO_SUCH_VARIANT);
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.11.0\"",
+        "platform = \"linux-aarch64\"\ngpus = [\"Jetson Thor\"]",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    find(&r, codes::UNCONFIRMED_FACT);
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let body = "python = \"3.13\"\npytorch = \"2.1.0\"\ncuda = \"12.1\"";
+    let r = resolve_toml(&spec(
+        body,
+        "driver = \"470.82.01\"\ngpus = [\"H10\", \"B200\"]",
+    ));
+    let c = codes(&r);
+    for want in [
+        codes::UNKNOWN_GPU,
+        codes::PYTHON_UNSUPPORTED,
+        codes::DRIVER_TOO_OLD,
+        codes::ARCH_NOT_IN_WHEEL,
+    ] {
+        assert!(c.contains(&want), "{want} missing from {c:?}");
+    }
+    assert!(find(&r, codes::UNKNOWN_GPU)
+        .hint
+        .as_deref()
+        .unwrap()
+        .contains("H100"));
+}
+
+#[test]
+fn unconfirmed_facts_warn_but_never_fail() {
+    // A K80 with 2.6 cu118: whether sm_37 is in the wheel is unconfirmed.
+    let body = "python = \"3.11\"\npytorch = \"2.6.0\"\ncuda = \"11.8\"";
+    let r = resolve_toml(&spec(body, "driver = \"470.82.01\"\ngpus = [\"K80\"]"));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("sm_37"));
+    // 13.0.3's native driver is borrowed from 13.0.2 and marked unconfirmed.
+    let r = resolve_toml(&spec(
+        "python = \"3.12\"\npytorch = \"2.14.1\"\ncuda = \"13.0\"",
+        "driver = \"580.95.05\"",
+    ));
+    assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("13.0.3"));
+}
+
+#[test]
+fn old_drivers_that_dropped_or_kept_gpus() {
+    // R595 no longer drives Pascal (last branch R580).
+    let body = "python = \"3.12\"\npytorch = \"2.11.0\"\ncuda = \"12.6\"";
+    let r = resolve_toml(&spec(body, "driver = \"595.45.04\"\ngpus = [\"P100\"]"));
+    find(&r, codes::DRIVER_DROPS_GPU);
+}
+
+#[test]
+fn unknown_torch_versions_name_the_releases_of_that_series() {
+    let r = resolve_toml(&spec(
+        "python = \"3.11\"\npytorch = \"2.5.7\"\ncuda = \"12.4\"",
+        "",
+    ));
+    let d = find(&r, codes::NO_SUCH_PACKAGE_VERSION);
+    assert!(d.hint.as_deref().unwrap().contains("2.5.1"));
+}
+
+#[test]
+fn resolution_is_deterministic_and_format_independent() {
+    let t = table();
+    let toml_text = spec(IDX, "driver = \"535.104.05\"\ngpus = [\"A100\", \"8.9\"]");
+    let yaml_text = "name: t\npython: 3.11\npytorch: 2.5.1\ncuda: 12.4\ntarget:\n  driver: 535.104.05\n  gpus: [A100, \"8.9\"]\n";
+    let a = parse(&toml_text, Format::Toml, "a", &t).unwrap();
+    let b = parse(yaml_text, Format::Yaml, "b", &t).unwrap();
+    assert_eq!(a, b);
+    assert_eq!(spec_hash(&a), spec_hash(&b));
+    let la = resolve(&a, &t, &spec_hash(&a))
+        .lock
+        .unwrap()
+        .to_toml()
+        .unwrap();
+    let lb = resolve(&b, &t, &spec_hash(&b))
+        .lock
+        .unwrap()
+        .to_toml()
+        .unwrap();
+    assert_eq!(la, lb);
+    assert_eq!(
+        la,
+        resolve(&a, &t, &spec_hash(&a))
+            .lock
+            .unwrap()
+            .to_toml()
+            .unwrap()
+    );
+}
