@@ -597,3 +597,50 @@ fn build_context_is_deterministic_and_minimal() {
     assert_eq!(a.sha256, b.sha256);
     assert_eq!(a.files, vec!["Dockerfile", "environment.yml"]);
 }
+
+#[test]
+fn interrupted_build_stops_and_leaves_no_container() {
+    let Some(d) = support::engine("interrupted_build_stops_and_leaves_no_container") else {
+        return;
+    };
+    let bb = support::busybox_image(&d);
+    let before = d.block_on(docker::run::all_containers(&d.engine)).unwrap();
+    let df = format!("FROM {bb} AS runtime\nRUN echo {} && sleep 60\n", nonce());
+    let r = rendered(
+        "envbuild-test/interrupted",
+        &nonce(),
+        &[("Dockerfile", &df)],
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let result = d.block_on(async {
+        use futures_util::FutureExt;
+        // Stands in for Ctrl-C two seconds into the `RUN sleep 60` step.
+        let ctrl_c = tokio::time::sleep(Duration::from_secs(2)).boxed().shared();
+        build_and_test(&d.engine, &r, &options(cache.path(), false), ctrl_c).await
+    });
+    let err = match result {
+        Ok(_) => panic!("the build was not interrupted"),
+        Err(f) => f,
+    };
+    assert_eq!(err.diagnostics[0].code, codes::INTERRUPTED, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // The engine stops a build whose client went away and removes its container (forcerm);
+    // it does so asynchronously, so give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = d.block_on(docker::run::all_containers(&d.engine)).unwrap();
+        if now.len() == before.len() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the interrupted build left containers: {:?}",
+            now.iter()
+                .filter(|c| !before.contains(c))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    d.assert_no_smoke_container("after an interrupted build");
+}
