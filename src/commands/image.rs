@@ -272,7 +272,15 @@ pub fn run_rendered(rendered: RenderedImage, opts: ImageOptions) -> Result<i32, 
             e = docker::connect() => e?,
             _ = interrupt.clone() => return Err(drun::interrupted("connecting to the engine")),
         };
-        let result = build_and_test(&engine, &rendered, &opts, interrupt).await?;
+        let result = match build_and_test(&engine, &rendered, &opts, interrupt).await {
+            Ok(r) => r,
+            Err(f) => {
+                // CI still gets its report files when the build itself failed.
+                let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
+                report_failure(&name, &f, opts.json, opts.junit.as_deref())?;
+                return Err(f);
+            }
+        };
         let mut extra = serde_json::Map::new();
         extra.insert(
             "builds".into(),
@@ -298,6 +306,34 @@ pub fn run_rendered(rendered: RenderedImage, opts: ImageOptions) -> Result<i32, 
         extra.insert("lock_sha256".into(), rendered.lock_hash.clone().into());
         report(result.smokes, opts.json, opts.junit.as_deref(), extra)
     })
+}
+
+/// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
+fn report_failure(
+    name: &str,
+    f: &Failure,
+    json: bool,
+    junit: Option<&Path>,
+) -> Result<(), Failure> {
+    use super::verdict::{junit_xml, SuiteResult};
+    if let Some(path) = junit {
+        let code = f.diagnostics.first().map(|d| d.code).unwrap_or("INTERNAL");
+        let xml = junit_xml(&[(
+            name.to_string(),
+            SuiteResult::Error {
+                code,
+                message: f.to_string(),
+            },
+        )]);
+        crate::fsutil::write_atomic(path, xml.as_bytes())?;
+    }
+    if json {
+        super::print_json(&serde_json::json!({
+            "verdict": "error",
+            "error": f.diagnostics,
+        }))?;
+    }
+    Ok(())
 }
 
 /// What [`build_and_test`] did.

@@ -93,6 +93,8 @@ pub fn interrupted(during: &str) -> Failure {
 /// Most bytes of container output kept (a report is a few KiB; a runaway log is cut).
 const MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
 const STDERR_TAIL_LINES: usize = 20;
+/// How long removing the smoke container may take before envbuild gives up and says so.
+const CLEANUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// The command the container runs: exec form, no shell, nothing interpolated.
 pub fn smoke_cmd(mode: SmokeMode) -> Vec<String> {
@@ -259,7 +261,26 @@ pub async fn run_smoke(
         _ = interrupt => Err(interrupted("the smoke test")),
     };
     // Always, whatever the branch above: a dropped future may have left a created container.
-    let cleanup = remove_run_containers(engine, &req.run_id).await;
+    // Bounded, so a dead engine cannot make the command hang after a Ctrl-C.
+    let cleanup =
+        match tokio::time::timeout(CLEANUP_LIMIT, remove_run_containers(engine, &req.run_id)).await
+        {
+            Ok(r) => r,
+            Err(_) => Err(Failure::one(
+                Diagnostic::error(
+                    codes::ENGINE_ERROR,
+                    format!(
+                        "the engine did not remove the smoke container within {}s",
+                        CLEANUP_LIMIT.as_secs()
+                    ),
+                )
+                .with_hint(format!(
+                    "remove it by hand: docker rm -f $(docker ps -aq --filter label={}={})",
+                    labels::RUN_ID,
+                    req.run_id
+                )),
+            )),
+        };
     match (result, cleanup) {
         (Ok(o), Ok(())) => Ok(o),
         (Ok(_), Err(e)) => Err(e),
