@@ -262,25 +262,32 @@ pub async fn run_smoke(
     };
     // Always, whatever the branch above: a dropped future may have left a created container.
     // Bounded, so a dead engine cannot make the command hang after a Ctrl-C.
-    let cleanup =
-        match tokio::time::timeout(CLEANUP_LIMIT, remove_run_containers(engine, &req.run_id)).await
-        {
-            Ok(r) => r,
-            Err(_) => Err(Failure::one(
-                Diagnostic::error(
-                    codes::ENGINE_ERROR,
-                    format!(
-                        "the engine did not remove the smoke container within {}s",
-                        CLEANUP_LIMIT.as_secs()
-                    ),
-                )
-                .with_hint(format!(
-                    "remove it by hand: docker rm -f $(docker ps -aq --filter label={}={})",
-                    labels::RUN_ID,
-                    req.run_id
-                )),
+    let cleanup = async {
+        remove_run_containers(engine, &req.run_id).await?;
+        if result.is_err() {
+            // A create request dropped mid-flight may still land on the engine: look again.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            remove_run_containers(engine, &req.run_id).await?;
+        }
+        Ok(())
+    };
+    let cleanup = match tokio::time::timeout(CLEANUP_LIMIT, cleanup).await {
+        Ok(r) => r,
+        Err(_) => Err(Failure::one(
+            Diagnostic::error(
+                codes::ENGINE_ERROR,
+                format!(
+                    "the engine did not remove the smoke container within {}s",
+                    CLEANUP_LIMIT.as_secs()
+                ),
+            )
+            .with_hint(format!(
+                "remove it by hand: docker rm -f $(docker ps -aq --filter label={}={})",
+                labels::RUN_ID,
+                req.run_id
             )),
-        };
+        )),
+    };
     match (result, cleanup) {
         (Ok(o), Ok(())) => Ok(o),
         (Ok(_), Err(e)) => Err(e),
