@@ -404,7 +404,8 @@ pub fn import(
     }
 
     // Whatever came in must make a valid spec (this also refuses unsafe values).
-    crate::spec::parse(&out, crate::spec::Format::Toml, "<imported spec>", table)?;
+    crate::spec::parse(&out, crate::spec::Format::Toml, "<imported spec>", table)
+        .map_err(|e| e.diagnostics)?;
     Ok(out)
 }
 

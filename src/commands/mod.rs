@@ -44,16 +44,32 @@ pub struct LoadedSpec {
     pub display: String,
 }
 
-/// Read and validate a spec file; on failure the diagnostics carry file:line:column.
+/// Read and validate a spec file; on failure the diagnostics carry file:line:column. When the
+/// spec is invalid but resolvable, its resolution problems are reported too (every problem at
+/// once).
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
     let display = path.display().to_string();
     let text = crate::fsutil::read_text(path).map_err(|f| f.diagnostics)?;
-    let spec = crate::spec::parse(&text, Format::from_path(path), &display, table)?;
-    Ok(LoadedSpec {
-        spec,
-        text,
-        display,
-    })
+    match crate::spec::parse(&text, Format::from_path(path), &display, table) {
+        Ok(spec) => Ok(LoadedSpec {
+            spec,
+            text,
+            display,
+        }),
+        Err(e) => {
+            let mut diags = e.diagnostics;
+            if let Some(partial) = e.partial {
+                let loaded = LoadedSpec {
+                    spec: *partial,
+                    text,
+                    display,
+                };
+                let res = resolve_loaded(&loaded, table);
+                diags.extend(res.diagnostics.into_iter().filter(|d| d.is_error()));
+            }
+            Err(diags)
+        }
+    }
 }
 
 /// Resolve a loaded spec and give every diagnostic that names a spec key its location.

@@ -133,6 +133,15 @@ fn is_pkg_version(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
 }
 
+/// A requirement written with range operators and nothing else: it is reported as unpinned
+/// (and never reaches any output), not as unsafe.
+fn range_like(s: &str) -> bool {
+    s.len() <= 100
+        && s.bytes().any(|b| b"<>=!~^*,".contains(&b))
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b" .,<>=!~^*-_[]:".contains(&b))
+}
+
 /// Why a version string is not an exact pin, if it is not.
 fn unpinned(s: &str) -> Option<&'static str> {
     let t = s.trim();
@@ -366,7 +375,7 @@ pub(super) fn validate(
     raw: RawSpec,
     loc: &Locator<'_>,
     table: &Table,
-) -> Result<Spec, Vec<Diagnostic>> {
+) -> Result<Spec, super::SpecErrors> {
     let mut cx = Ctx {
         loc,
         diags: Vec::new(),
@@ -477,9 +486,12 @@ pub(super) fn validate(
         }
         Some(t) => {
             let exact = Version::parse(t.trim()).filter(|v| v.len() == 3);
+            let range_like = t
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b" .,<>=!~^*".contains(&b));
             match exact {
                 Some(v) => Some(v),
-                None if !cx.safe("pytorch", t) => None,
+                None if !(range_like && t.len() <= 64) && !cx.safe("pytorch", t) => None,
                 None => {
                     let why = unpinned(t).unwrap_or("is not an exact version");
                     let is_partial = Version::parse(t.trim()).is_some();
@@ -670,7 +682,7 @@ pub(super) fn validate(
 
     let mut conda = Vec::new();
     for p in &raw.conda {
-        if !cx.safe("conda", p) {
+        if !range_like(p) && !cx.safe("conda", p) {
             continue;
         }
         match parse_conda_pkg(p) {
@@ -686,7 +698,7 @@ pub(super) fn validate(
     }
     let mut pip = Vec::new();
     for p in &raw.pip {
-        if !cx.safe("pip", p) {
+        if !range_like(p) && !cx.safe("pip", p) {
             continue;
         }
         match parse_pip_pkg(p) {
@@ -988,15 +1000,13 @@ pub(super) fn validate(
         }
     };
 
-    if !cx.diags.is_empty() {
-        return Err(cx.diags);
-    }
-    match (name, python, pytorch, source, target) {
-        (Some(name), Some(python), Some(pytorch), Some(source), Some(target)) => Ok(Spec {
+    let spec = match (python, pytorch, source, target) {
+        (Some(python), Some(pytorch), Some(source), Some(target)) => Some(Spec {
+            // A bad name does not stop resolution: report its problems in the same run.
+            name: name.unwrap_or_else(|| "invalid-name".to_string()),
             channels: channels.unwrap_or_else(|| {
                 super::default_channels(source, &pytorch, pytorch_cuda.as_ref())
             }),
-            name,
             python,
             pytorch,
             source,
@@ -1010,10 +1020,18 @@ pub(super) fn validate(
             image,
             run,
         }),
-        _ => Err(vec![Diagnostic::error(
-            INVALID_SPEC,
-            "the spec is incomplete",
-        )]),
+        _ => None,
+    };
+    match spec {
+        Some(spec) if cx.diags.is_empty() => Ok(spec),
+        partial => Err(super::SpecErrors {
+            diagnostics: if cx.diags.is_empty() {
+                vec![Diagnostic::error(INVALID_SPEC, "the spec is incomplete")]
+            } else {
+                cx.diags
+            },
+            partial: partial.map(Box::new),
+        }),
     }
 }
 

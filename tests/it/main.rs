@@ -1,0 +1,6 @@
+//! Integration tests against the real `envbuild` binary: one test binary, one module per area.
+
+mod import;
+mod lock;
+mod support;
+mod table;
