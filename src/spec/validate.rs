@@ -486,12 +486,10 @@ pub(super) fn validate(
         }
         Some(t) => {
             let exact = Version::parse(t.trim()).filter(|v| v.len() == 3);
-            let range_like = t
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b" .,<>=!~^*".contains(&b));
+            // "2.5" or "latest" pass the character rules; ranges are reported as unpinned.
             match exact {
                 Some(v) => Some(v),
-                None if !(range_like && t.len() <= 64) && !cx.safe("pytorch", t) => None,
+                None if !range_like(t) && !cx.safe("pytorch", t) => None,
                 None => {
                     let why = unpinned(t).unwrap_or("is not an exact version");
                     let is_partial = Version::parse(t.trim()).is_some();
