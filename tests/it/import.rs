@@ -14,10 +14,8 @@ fn an_exported_environment_becomes_a_spec_that_locks() {
     .unwrap();
     let spec = tmp.path().join("envbuild.toml");
     envbuild()
-        .arg("import")
-        .arg(&env)
-        .arg("--out")
-        .arg(&spec)
+        .current_dir(tmp.path())
+        .args(["import", "environment.yml", "--out", "envbuild.toml"])
         .args(["--driver", "535.104.05", "--gpu", "A100"])
         .assert()
         .success();

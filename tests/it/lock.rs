@@ -43,7 +43,7 @@ fn error_fixtures_give_coded_messages_and_write_nothing() {
         assert!(!stderr.contains("panicked"), "{name}: {stderr}");
         assert_eq!(
             files_in(tmp.path()),
-            [name.clone()],
+            std::slice::from_ref(&name),
             "{name} left a file behind"
         );
         insta::assert_snapshot!(format!("error-{name}"), stderr);
