@@ -106,12 +106,13 @@ fn describe_char(c: char) -> String {
     }
 }
 
-/// A relative path inside the project, safe to COPY: no `..`, no absolute path.
+/// A path safe to COPY or mount: relative (inside the project) or absolute as asked, no `..`,
+/// and no segment starting with `-` (it would read as an option).
 pub fn is_safe_path(p: &str, absolute: bool) -> bool {
     !p.is_empty()
         && p.len() <= MAX_VALUE_LEN
         && p.starts_with('/') == absolute
-        && p.split('/').all(|s| s != "..")
+        && p.split('/').all(|s| s != ".." && !s.starts_with('-'))
         && p.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
 }
@@ -1115,5 +1116,7 @@ mod tests {
         assert!(!is_safe_path("/abs", false));
         assert!(is_safe_path("/data", true));
         assert!(!is_safe_path("/data/../x", true));
+        assert!(!is_safe_path("---", false));
+        assert!(!is_safe_path("/data/-rf", true));
     }
 }

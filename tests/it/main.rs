@@ -2,5 +2,6 @@
 
 mod import;
 mod lock;
+mod spec_props;
 mod support;
 mod table;
