@@ -5,6 +5,13 @@ mod import;
 mod lock;
 mod table;
 
+pub use lock::{LOCK_MISSING, LOCK_STALE};
+
+/// A lock file that cannot be read.
+pub const INVALID_LOCK: crate::diag::Code = "INVALID_LOCK";
+/// An output file exists and `--force` was not given.
+pub const OUTPUT_EXISTS: crate::diag::Code = "OUTPUT_EXISTS";
+
 use crate::cli::{Cli, Command};
 use crate::compat::Table;
 use crate::diag::{Diagnostic, Failure};
@@ -108,7 +115,7 @@ pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
     Lock::from_toml(&text).map_err(|e| {
         Failure::one(
             Diagnostic::error(
-                "INVALID_LOCK",
+                INVALID_LOCK,
                 format!("{} is not a valid envbuild lock: {e}", path.display()),
             )
             .with_hint("re-create it with `envbuild lock SPEC`"),

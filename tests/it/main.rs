@@ -2,6 +2,7 @@
 
 mod import;
 mod lock;
+mod readme;
 mod spec_props;
 mod support;
 mod table;
