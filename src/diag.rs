@@ -197,3 +197,48 @@ pub mod codes {
     pub const INTERNAL: Code = "INTERNAL";
     pub const IO_ERROR: Code = "IO_ERROR";
 }
+
+/// Every diagnostic code envbuild can emit, for the README check.
+pub fn all_codes() -> Vec<&'static str> {
+    use crate::resolve::codes as r;
+    let mut v = vec![
+        codes::USAGE,
+        codes::INTERNAL,
+        codes::IO_ERROR,
+        crate::spec::codes::INVALID_SPEC,
+        crate::spec::codes::UNPINNED_VERSION,
+        crate::spec::codes::UNSAFE_VALUE,
+        crate::compat::TABLE_INVALID,
+        crate::commands::LOCK_STALE,
+        crate::commands::LOCK_MISSING,
+        crate::commands::INVALID_LOCK,
+        crate::commands::OUTPUT_EXISTS,
+        r::DRIVER_TOO_OLD,
+        r::ARCH_NOT_IN_WHEEL,
+        r::PYTHON_UNSUPPORTED,
+        r::CHANNEL_DISCONTINUED,
+        r::CHANNEL_REQUIRED,
+        r::NO_SUCH_VARIANT,
+        r::NO_SUCH_PACKAGE_VERSION,
+        r::GLIBC_TOO_OLD,
+        r::VIRTUAL_PACKAGE_UNSATISFIED,
+        r::UNKNOWN_GPU,
+        r::CONFLICTING_PIN,
+        r::FORWARD_COMPAT_UNSUPPORTED,
+        r::DRIVER_MINOR_COMPAT,
+        r::FORWARD_COMPAT,
+        r::PYTHON_EOL,
+        r::PYTHON_EXPERIMENTAL,
+        r::UNCONFIRMED_FACT,
+        r::PTX_JIT,
+        r::DRIVER_DROPS_GPU,
+        r::NO_TARGET_DRIVER,
+        r::NO_TARGET_GPUS,
+        r::TORCHAUDIO_FROZEN,
+        r::EXPERIMENTAL_VARIANT,
+        r::CHANNEL_MIX,
+    ];
+    v.sort_unstable();
+    v.dedup();
+    v
+}

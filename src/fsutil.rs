@@ -60,9 +60,17 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
 
 /// Write several files so that either all of them are written or none is changed: every file is
 /// first written to a temporary sibling, and only when all succeeded are they renamed in place.
+/// A file whose contents are already on disk is left untouched (its mtime too).
+///
+/// Atomic against errors and interruption (a reader sees the old file or the new one, never a
+/// part). Like cargo with Cargo.lock, envbuild does not fsync: surviving power loss is the file
+/// system's job, and an fsync costs more than the whole resolution.
 pub fn write_all_atomic(files: &[(std::path::PathBuf, Vec<u8>)]) -> Result<(), Failure> {
     let mut staged = Vec::with_capacity(files.len());
     for (path, contents) in files {
+        if std::fs::read(path).is_ok_and(|old| old == *contents) {
+            continue;
+        }
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
@@ -70,9 +78,6 @@ pub fn write_all_atomic(files: &[(std::path::PathBuf, Vec<u8>)]) -> Result<(), F
         std::fs::create_dir_all(dir).map_err(|e| Failure::io(dir, &e))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Failure::io(dir, &e))?;
         tmp.write_all(contents).map_err(|e| Failure::io(path, &e))?;
-        tmp.as_file()
-            .sync_all()
-            .map_err(|e| Failure::io(path, &e))?;
         staged.push((tmp, path));
     }
     for (tmp, path) in staged {

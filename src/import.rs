@@ -47,6 +47,19 @@ struct Found {
     pip: Vec<String>,
 }
 
+impl Found {
+    /// Note torchvision/torchaudio, whatever their version: the lock pins the release that
+    /// matches torch. True when `name` was one of them.
+    fn companion(&mut self, name: &str) -> bool {
+        match name {
+            "torchvision" => self.torchvision = true,
+            "torchaudio" => self.torchaudio = true,
+            _ => return false,
+        }
+        true
+    }
+}
+
 fn q(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
@@ -165,16 +178,7 @@ pub fn import(
                         }
                     }
                     PkgParse::Unpinned { name, .. } => {
-                        if name == "pytorch-gpu" || name == "cpuonly" {
-                            continue;
-                        }
-                        if name == "torchvision" || name == "torchaudio" {
-                            // The lock pins the companion that matches torch.
-                            if name == "torchvision" {
-                                f.torchvision = true
-                            } else {
-                                f.torchaudio = true
-                            }
+                        if name == "pytorch-gpu" || name == "cpuonly" || f.companion(&name) {
                             continue;
                         }
                         unpinned(&mut diags, s, &name, "=");
@@ -225,15 +229,9 @@ pub fn import(
                             _ => f.pip.push(p.requirement()),
                         },
                         PkgParse::Unpinned { name, .. } => {
-                            if name == "torchvision" || name == "torchaudio" {
-                                if name == "torchvision" {
-                                    f.torchvision = true
-                                } else {
-                                    f.torchaudio = true
-                                }
-                                continue;
+                            if !f.companion(&name) {
+                                unpinned(&mut diags, line, &name, "==");
                             }
-                            unpinned(&mut diags, line, &name, "==");
                         }
                         PkgParse::Invalid(m) => {
                             diags.push(Diagnostic::error(INVALID_SPEC, format!("{file}: pip: {m}")))
@@ -404,7 +402,8 @@ pub fn import(
     }
 
     // Whatever came in must make a valid spec (this also refuses unsafe values).
-    crate::spec::parse(&out, crate::spec::Format::Toml, "<imported spec>", table)?;
+    crate::spec::parse(&out, crate::spec::Format::Toml, "<imported spec>", table)
+        .map_err(|e| e.diagnostics)?;
     Ok(out)
 }
 

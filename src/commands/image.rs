@@ -222,7 +222,7 @@ fn current_lock(
     let problem = match std::fs::read_to_string(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(
             Diagnostic::error(
-                super::lock::LOCK_MISSING,
+                super::LOCK_MISSING,
                 format!("{} does not exist", path.display()),
             )
             .with_hint("run `envbuild lock SPEC` and commit the lock, or pass --update-lock"),
@@ -232,7 +232,7 @@ fn current_lock(
             let changes = crate::lock::changed_keys(&old, &text);
             Some(
                 Diagnostic::error(
-                    super::lock::LOCK_STALE,
+                    super::LOCK_STALE,
                     format!(
                         "{} is stale; re-locking would change:\n    {}",
                         path.display(),

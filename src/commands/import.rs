@@ -25,8 +25,11 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
         Some(out) => {
             if out.exists() && !args.force {
                 return Err(Failure::one(
-                    Diagnostic::error("OUTPUT_EXISTS", format!("{} already exists", out.display()))
-                        .with_hint("pass --force to overwrite it, or choose another --out"),
+                    Diagnostic::error(
+                        super::OUTPUT_EXISTS,
+                        format!("{} already exists", out.display()),
+                    )
+                    .with_hint("pass --force to overwrite it, or choose another --out"),
                 ));
             }
             crate::fsutil::write_atomic(out, spec.as_bytes())?;

@@ -2,13 +2,20 @@
 //! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
 
 mod import;
-pub(crate) mod lock;
+mod lock;
 mod table;
 
 pub mod image;
 pub mod smoke_run;
 pub mod test;
 pub mod verdict;
+
+pub use lock::{LOCK_MISSING, LOCK_STALE};
+
+/// A lock file that cannot be read.
+pub const INVALID_LOCK: crate::diag::Code = "INVALID_LOCK";
+/// An output file exists and `--force` was not given.
+pub const OUTPUT_EXISTS: crate::diag::Code = "OUTPUT_EXISTS";
 
 use crate::cli::{Cli, Command};
 use crate::compat::Table;
@@ -51,16 +58,32 @@ pub struct LoadedSpec {
     pub display: String,
 }
 
-/// Read and validate a spec file; on failure the diagnostics carry file:line:column.
+/// Read and validate a spec file; on failure the diagnostics carry file:line:column. When the
+/// spec is invalid but resolvable, its resolution problems are reported too (every problem at
+/// once).
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
     let display = path.display().to_string();
     let text = crate::fsutil::read_text(path).map_err(|f| f.diagnostics)?;
-    let spec = crate::spec::parse(&text, Format::from_path(path), &display, table)?;
-    Ok(LoadedSpec {
-        spec,
-        text,
-        display,
-    })
+    match crate::spec::parse(&text, Format::from_path(path), &display, table) {
+        Ok(spec) => Ok(LoadedSpec {
+            spec,
+            text,
+            display,
+        }),
+        Err(e) => {
+            let mut diags = e.diagnostics;
+            if let Some(partial) = e.partial {
+                let loaded = LoadedSpec {
+                    spec: *partial,
+                    text,
+                    display,
+                };
+                let res = resolve_loaded(&loaded, table);
+                diags.extend(res.diagnostics.into_iter().filter(|d| d.is_error()));
+            }
+            Err(diags)
+        }
+    }
 }
 
 /// Resolve a loaded spec and give every diagnostic that names a spec key its location.
@@ -99,7 +122,7 @@ pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
     Lock::from_toml(&text).map_err(|e| {
         Failure::one(
             Diagnostic::error(
-                "INVALID_LOCK",
+                INVALID_LOCK,
                 format!("{} is not a valid envbuild lock: {e}", path.display()),
             )
             .with_hint("re-create it with `envbuild lock SPEC`"),

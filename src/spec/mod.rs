@@ -244,14 +244,35 @@ impl Format {
     }
 }
 
+/// Why a spec did not validate: every problem found and, when the keys resolution needs were
+/// valid, the spec with the bad parts left out, so that resolution problems can be reported in
+/// the same run.
+#[derive(Debug)]
+pub struct SpecErrors {
+    pub diagnostics: Vec<Diagnostic>,
+    pub partial: Option<Box<Spec>>,
+}
+
+impl std::fmt::Display for SpecErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for d in &self.diagnostics {
+            writeln!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Parse and validate a spec. `file` names it in locations. On failure, every problem found.
 pub fn parse(
     text: &str,
     format: Format,
     file: &str,
     table: &crate::compat::Table,
-) -> Result<Spec, Vec<Diagnostic>> {
-    let raw = parse_raw(text, format, file).map_err(|d| vec![d])?;
+) -> Result<Spec, SpecErrors> {
+    let raw = parse_raw(text, format, file).map_err(|d| SpecErrors {
+        diagnostics: vec![d],
+        partial: None,
+    })?;
     validate::validate(raw, &Locator::new(text, file), table)
 }
 
@@ -296,6 +317,9 @@ pub fn parse_raw(text: &str, format: Format, file: &str) -> Result<RawSpec, Diag
 /// saphyr appends "at line X column Y" to some messages; the location is reported separately.
 fn yaml_message(s: &str) -> String {
     let first = s.lines().next().unwrap_or(s).trim();
+    if first.starts_with("multiple YAML documents") {
+        return "the file holds more than one YAML document".to_string();
+    }
     match first.find(" at line ") {
         Some(i) => first[..i].to_string(),
         None => first.to_string(),
@@ -322,6 +346,11 @@ fn schema_hint(message: &str) -> Option<String> {
     }
     if message.contains("invalid type") && message.contains("expected a string") {
         return Some("quote the value: versions are strings, e.g. python = \"3.10\"".to_string());
+    }
+    if message.contains("multiple YAML documents") {
+        return Some(
+            "a spec is one YAML document: remove the `---` line and what follows".to_string(),
+        );
     }
     if message.contains("missing field") {
         return Some("see the README's spec reference for the required keys".to_string());
@@ -359,28 +388,48 @@ impl<'a> Locator<'a> {
             Some((t, l)) => (Some(t), l),
             None => (None, key),
         };
-        let mut in_table = table.is_none();
+        // Inside a TOML `[table]` until the next header; inside a YAML `table:` mapping while
+        // lines are indented.
+        #[derive(PartialEq)]
+        enum In {
+            Top,
+            TomlTable(bool),
+            YamlTable(bool),
+        }
+        let mut state = In::Top;
         for (i, line) in self.text.lines().enumerate() {
             let trimmed = line.trim_start();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
             let indent = line.len() - trimmed.len();
-            if let Some(t) = table {
-                if trimmed.starts_with('[') {
-                    in_table = trimmed.trim_end() == format!("[{t}]");
+            if trimmed.starts_with('[') && !trimmed.starts_with("[[") {
+                let name = trimmed
+                    .trim_end()
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                state = In::TomlTable(Some(name) == table);
+                continue;
+            }
+            if indent == 0 {
+                if let In::YamlTable(_) = state {
+                    state = In::Top;
+                }
+                if state == In::Top
+                    && table.is_some_and(|t| is_key_line(trimmed, t))
+                    && trimmed.trim_end().ends_with(':')
+                {
+                    state = In::YamlTable(true);
                     continue;
                 }
-                if indent == 0 && !trimmed.is_empty() && !trimmed.starts_with('#') {
-                    if is_key_line(trimmed, t) {
-                        in_table = true;
-                        continue;
-                    } else if in_table && !is_key_line(trimmed, leaf) {
-                        in_table = false;
-                    }
-                }
-            } else if trimmed.starts_with('[') {
-                in_table = false;
             }
-            let top_level_ok = table.is_some() || indent == 0;
-            if in_table && top_level_ok && is_key_line(trimmed, leaf) {
+            let here = match (&state, table) {
+                (In::Top, None) => indent == 0,
+                (In::TomlTable(true), Some(_)) => true,
+                (In::YamlTable(true), Some(_)) => indent > 0,
+                _ => false,
+            };
+            if here && is_key_line(trimmed, leaf) {
                 return Some(Location {
                     file: self.file.to_string(),
                     line: i + 1,
@@ -399,4 +448,28 @@ fn is_key_line(trimmed: &str, key: &str) -> bool {
     };
     let rest = rest.trim_start();
     rest.starts_with('=') || rest.starts_with(':')
+}
+
+#[cfg(test)]
+mod locator_tests {
+    use super::Locator;
+
+    #[test]
+    fn finds_keys_in_toml_tables_and_yaml_mappings() {
+        let toml =
+            "name = \"x\"\n\n[target]\ndriver = \"1\"\ngpus = [\"A\"]\n\n[image]\nbase = \"b\"\n";
+        let l = Locator::new(toml, "s.toml");
+        assert_eq!(l.find("target.gpus").map(|l| l.line), Some(5));
+        assert_eq!(l.find("image.base").map(|l| l.line), Some(8));
+        assert_eq!(l.find("name").map(|l| l.line), Some(1));
+        assert_eq!(l.find("target.base"), None);
+        let yaml = "name: x\ntarget:\n  driver: 1\n  gpus: [A]\nimage:\n  base: b\npython: 3.11\n";
+        let l = Locator::new(yaml, "s.yml");
+        assert_eq!(
+            l.find("target.gpus").map(|l| (l.line, l.column)),
+            Some((4, 3))
+        );
+        assert_eq!(l.find("image.base").map(|l| l.line), Some(6));
+        assert_eq!(l.find("python").map(|l| l.line), Some(7));
+    }
 }

@@ -106,12 +106,13 @@ fn describe_char(c: char) -> String {
     }
 }
 
-/// A relative path inside the project, safe to COPY: no `..`, no absolute path.
+/// A path safe to COPY or mount: relative (inside the project) or absolute as asked, no `..`,
+/// and no segment starting with `-` (it would read as an option).
 pub fn is_safe_path(p: &str, absolute: bool) -> bool {
     !p.is_empty()
         && p.len() <= MAX_VALUE_LEN
         && p.starts_with('/') == absolute
-        && p.split('/').all(|s| s != "..")
+        && p.split('/').all(|s| s != ".." && !s.starts_with('-'))
         && p.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
 }
@@ -131,6 +132,15 @@ fn is_pkg_version(s: &str) -> bool {
         && s.as_bytes()[0].is_ascii_alphanumeric()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
+}
+
+/// A requirement written with range operators and nothing else: it is reported as unpinned
+/// (and never reaches any output), not as unsafe.
+fn range_like(s: &str) -> bool {
+    s.len() <= 100
+        && s.bytes().any(|b| b"<>=!~^*,".contains(&b))
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b" .,<>=!~^*-_[]:".contains(&b))
 }
 
 /// Why a version string is not an exact pin, if it is not.
@@ -366,7 +376,7 @@ pub(super) fn validate(
     raw: RawSpec,
     loc: &Locator<'_>,
     table: &Table,
-) -> Result<Spec, Vec<Diagnostic>> {
+) -> Result<Spec, super::SpecErrors> {
     let mut cx = Ctx {
         loc,
         diags: Vec::new(),
@@ -477,9 +487,10 @@ pub(super) fn validate(
         }
         Some(t) => {
             let exact = Version::parse(t.trim()).filter(|v| v.len() == 3);
+            // "2.5" or "latest" pass the character rules; ranges are reported as unpinned.
             match exact {
                 Some(v) => Some(v),
-                None if !cx.safe("pytorch", t) => None,
+                None if !range_like(t) && !cx.safe("pytorch", t) => None,
                 None => {
                     let why = unpinned(t).unwrap_or("is not an exact version");
                     let is_partial = Version::parse(t.trim()).is_some();
@@ -670,7 +681,7 @@ pub(super) fn validate(
 
     let mut conda = Vec::new();
     for p in &raw.conda {
-        if !cx.safe("conda", p) {
+        if !range_like(p) && !cx.safe("conda", p) {
             continue;
         }
         match parse_conda_pkg(p) {
@@ -686,7 +697,7 @@ pub(super) fn validate(
     }
     let mut pip = Vec::new();
     for p in &raw.pip {
-        if !cx.safe("pip", p) {
+        if !range_like(p) && !cx.safe("pip", p) {
             continue;
         }
         match parse_pip_pkg(p) {
@@ -988,15 +999,13 @@ pub(super) fn validate(
         }
     };
 
-    if !cx.diags.is_empty() {
-        return Err(cx.diags);
-    }
-    match (name, python, pytorch, source, target) {
-        (Some(name), Some(python), Some(pytorch), Some(source), Some(target)) => Ok(Spec {
+    let spec = match (python, pytorch, source, target) {
+        (Some(python), Some(pytorch), Some(source), Some(target)) => Some(Spec {
+            // A bad name does not stop resolution: report its problems in the same run.
+            name: name.unwrap_or_else(|| "invalid-name".to_string()),
             channels: channels.unwrap_or_else(|| {
                 super::default_channels(source, &pytorch, pytorch_cuda.as_ref())
             }),
-            name,
             python,
             pytorch,
             source,
@@ -1010,10 +1019,18 @@ pub(super) fn validate(
             image,
             run,
         }),
-        _ => Err(vec![Diagnostic::error(
-            INVALID_SPEC,
-            "the spec is incomplete",
-        )]),
+        _ => None,
+    };
+    match spec {
+        Some(spec) if cx.diags.is_empty() => Ok(spec),
+        partial => Err(super::SpecErrors {
+            diagnostics: if cx.diags.is_empty() {
+                vec![Diagnostic::error(INVALID_SPEC, "the spec is incomplete")]
+            } else {
+                cx.diags
+            },
+            partial: partial.map(Box::new),
+        }),
     }
 }
 
@@ -1099,5 +1116,7 @@ mod tests {
         assert!(!is_safe_path("/abs", false));
         assert!(is_safe_path("/data", true));
         assert!(!is_safe_path("/data/../x", true));
+        assert!(!is_safe_path("---", false));
+        assert!(!is_safe_path("/data/-rf", true));
     }
 }

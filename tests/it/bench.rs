@@ -8,7 +8,7 @@
 //!
 //! Results go to stdout and to `$ENVBUILD_BENCH_OUT` (JSON) when set.
 
-use crate::support;
+use crate::engine_support as support;
 use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
 use envbuild::commands::smoke_run::SmokeSettings;
 use envbuild::docker;

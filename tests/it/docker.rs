@@ -3,7 +3,7 @@
 //! engine answers; with CI=true they fail instead. Every test checks that no smoke container
 //! (label `io.envbuild.smoke=1`) is left behind.
 
-use crate::support::{self, Docker};
+use crate::engine_support::{self as support, Docker};
 use assert_cmd::Command;
 use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
 use envbuild::commands::smoke_run::SmokeSettings;
