@@ -136,6 +136,15 @@ pub fn report(
             }
         }
     }
+    // One coded line per failing image on stderr, whatever the output format.
+    let failed: Vec<crate::diag::Diagnostic> = results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            Ok(o) if !passed(&o.report, o.exit_code) => Some(failed_diagnostic(&r.name, o)),
+            _ => None,
+        })
+        .collect();
+    crate::diag::eprint_all(&failed, &mut std::io::stderr());
     let mut first_failure = None;
     for r in results {
         if let Err(f) = r.outcome {
@@ -147,4 +156,31 @@ pub fn report(
         None if all_passed => Ok(crate::diag::exit::OK),
         None => Ok(crate::diag::exit::FAILURE),
     }
+}
+
+/// `SMOKE_FAILED`, naming the required checks that failed.
+pub fn failed_diagnostic(image: &str, o: &SmokeOutcome) -> crate::diag::Diagnostic {
+    use crate::smoke::CheckStatus;
+    let failing: Vec<String> = o
+        .report
+        .checks
+        .iter()
+        .filter(|c| c.required && c.status == CheckStatus::Fail)
+        .map(|c| format!("{} ({})", c.code, c.name))
+        .collect();
+    let what = if failing.is_empty() {
+        format!(
+            "the script exited {} with status {:?}",
+            o.exit_code, o.report.status
+        )
+    } else {
+        failing.join(", ")
+    };
+    crate::diag::Diagnostic::error(
+        crate::docker::codes::SMOKE_FAILED,
+        format!("`{image}` failed its smoke test: {what}"),
+    )
+    .with_hint(
+        "each failing check's detail (in the table, or the --json report) says what to change",
+    )
 }

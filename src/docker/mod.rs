@@ -31,6 +31,22 @@ pub mod codes {
     pub const SMOKE_NO_REPORT: Code = "SMOKE_NO_REPORT";
     pub const SMOKE_FAILED: Code = "SMOKE_FAILED";
     pub const INTERRUPTED: Code = "INTERRUPTED";
+
+    /// Every code above, for the README's list (`diag::all_codes`).
+    pub const ALL: &[Code] = &[
+        ENGINE_UNREACHABLE,
+        ENGINE_ERROR,
+        BASE_IMAGE_MISSING,
+        BUILD_STEP_FAILED,
+        BUILD_FAILED,
+        CONTEXT_INVALID,
+        IMAGE_NOT_FOUND,
+        NO_GPU_RUNTIME,
+        SMOKE_TIMEOUT,
+        SMOKE_NO_REPORT,
+        SMOKE_FAILED,
+        INTERRUPTED,
+    ];
 }
 
 /// Image and container labels envbuild sets (and filters on).
@@ -87,7 +103,10 @@ pub async fn connect() -> Result<Engine, Failure> {
         Failure::one(
             Diagnostic::error(
                 codes::ENGINE_UNREACHABLE,
-                format!("cannot use the Docker engine at `{host}`: {e}"),
+                format!(
+                    "cannot use the Docker engine at `{host}`: {}",
+                    short_error(&e)
+                ),
             )
             .with_hint(unreachable_hint()),
         )
@@ -98,7 +117,10 @@ pub async fn connect() -> Result<Engine, Failure> {
         Ok(Err(e)) => Err(Failure::one(
             Diagnostic::error(
                 codes::ENGINE_UNREACHABLE,
-                format!("the Docker engine at `{host}` does not answer: {e}"),
+                format!(
+                    "the Docker engine at `{host}` does not answer: {}",
+                    short_error(&e)
+                ),
             )
             .with_hint(unreachable_hint()),
         )),
@@ -129,8 +151,24 @@ pub(crate) fn short_error(err: &bollard::errors::Error) -> String {
     match err {
         E::DockerResponseServerError { message, .. } => message.trim().to_string(),
         E::DockerStreamError { error } => error.trim().to_string(),
-        other => other.to_string(),
+        other => with_causes(other),
     }
+}
+
+/// An error and its causes (`client error (Connect): Connection refused (os error 111)`):
+/// the innermost cause is usually the one a person can act on.
+fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// Whether the error is the engine's "no such image/container" answer.

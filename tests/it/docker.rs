@@ -143,6 +143,11 @@ fn canned_reports_drive_verdict_table_json_and_junit() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("SMOKE_FAILED") && err.contains("TORCH_CPU_BUILD (torch_cuda_build)"),
+        "{err}"
+    );
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     assert_eq!(doc["verdict"], "fail");
     assert_eq!(
