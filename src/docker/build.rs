@@ -3,7 +3,7 @@
 //! Performs network I/O against the engine; progress is handed to a caller's callback so
 //! this module never writes to the terminal itself.
 
-use super::context::{build_context, parse_dockerfile};
+use super::context::{build_context, label_target_stage, parse_dockerfile};
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
 use crate::diag::{Diagnostic, Failure};
 use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder};
@@ -172,7 +172,19 @@ pub async fn build(
     let mut tags = vec![primary.clone()];
     tags.extend(req.extra_tags.iter().cloned());
 
-    let context = build_context(&req.files, &req.dockerfile)?;
+    let df_bytes = req.files.get(&req.dockerfile).ok_or_else(|| {
+        Failure::bug(format!(
+            "the rendered files have no `{}` to build from",
+            req.dockerfile
+        ))
+    })?;
+    let df_text = String::from_utf8_lossy(df_bytes).into_owned();
+    let mut files = req.files.clone();
+    files.insert(
+        req.dockerfile.clone(),
+        label_target_stage(&df_text, &req.target, &req.labels()).into_bytes(),
+    );
+    let context = build_context(&files, &req.dockerfile)?;
 
     if !req.rebuild {
         if let Some((id, l)) = image_labels(engine, &primary).await? {
@@ -199,7 +211,6 @@ pub async fn build(
     }
 
     // Checking the bases first gives a precise error at once instead of a failed pull later.
-    let df_text = String::from_utf8_lossy(&req.files[&req.dockerfile]).into_owned();
     for base in parse_dockerfile(&df_text).base_images {
         if image_labels(engine, &base).await?.is_none() {
             return Err(base_missing(&base, &engine.host));
@@ -210,13 +221,11 @@ pub async fn build(
         bytes: context.tar.len(),
         files: context.files.len(),
     });
-    let labels: HashMap<String, String> = req.labels().into_iter().collect();
     let mut opts = BuildImageOptionsBuilder::default()
         .dockerfile(&req.dockerfile)
         .t(&primary)
         .rm(true)
-        .forcerm(true)
-        .labels(&labels);
+        .forcerm(true);
     if !req.target.is_empty() {
         opts = opts.target(&req.target);
     }

@@ -125,6 +125,102 @@ pub fn parse_dockerfile(dockerfile: &str) -> DockerfileInfo {
     info
 }
 
+/// Quote a label value for a Dockerfile `LABEL`: double quotes, with `\`, `"` and `$` escaped
+/// (an unescaped `$` would be expanded by the builder) and newlines flattened.
+fn quote_label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len() + 2);
+    out.push('"');
+    for c in v.chars() {
+        match c {
+            '\\' | '"' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The Dockerfile with one `LABEL` instruction holding every label, added at the end of the
+/// `target` stage (the last stage when `target` is empty or not found).
+///
+/// Why not the API's `labels` option: the classic builder turns it into one `LABEL` step (one
+/// container commit, about a second each here) per label, all redone for every new lock.
+/// Keys are envbuild's own constants; values are quoted.
+pub fn label_target_stage(
+    dockerfile: &str,
+    target: &str,
+    labels: &BTreeMap<String, String>,
+) -> String {
+    if labels.is_empty() {
+        return dockerfile.to_string();
+    }
+    let label_line = {
+        let pairs: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{}={}", k, quote_label(v)))
+            .collect();
+        format!("LABEL {}\n", pairs.join(" \\\n      "))
+    };
+    let lines: Vec<&str> = dockerfile.split_inclusive('\n').collect();
+    // Physical line index of each stage's FROM, with the stage's name.
+    let mut stages: Vec<(usize, String)> = Vec::new();
+    let mut continued = false;
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim();
+        let starts_instruction = !continued && !t.starts_with('#');
+        if starts_instruction {
+            let words: Vec<&str> = t
+                .split_whitespace()
+                .filter(|w| !w.starts_with("--"))
+                .collect();
+            if words
+                .first()
+                .is_some_and(|w| w.eq_ignore_ascii_case("FROM"))
+            {
+                let name = if words.len() >= 4 && words[2].eq_ignore_ascii_case("as") {
+                    words[3].to_ascii_lowercase()
+                } else {
+                    String::new()
+                };
+                stages.push((i, name));
+            }
+        }
+        if !t.starts_with('#') {
+            continued = t.ends_with('\\');
+        }
+    }
+    let target = target.to_ascii_lowercase();
+    let insert_at = stages
+        .iter()
+        .position(|(_, name)| !target.is_empty() && *name == target)
+        .and_then(|k| stages.get(k + 1))
+        .map(|(line, _)| *line);
+    let mut out = String::with_capacity(dockerfile.len() + label_line.len() + 1);
+    match insert_at {
+        Some(at) => {
+            for line in &lines[..at] {
+                out.push_str(line);
+            }
+            out.push_str(&label_line);
+            for line in &lines[at..] {
+                out.push_str(line);
+            }
+        }
+        None => {
+            out.push_str(dockerfile);
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&label_line);
+        }
+    }
+    out
+}
+
 /// `*` and `?` as the engine's filepath.Match treats them (no crossing of `/`).
 fn glob_match(pattern: &[u8], name: &[u8]) -> bool {
     match (pattern.first(), name.first()) {
@@ -454,6 +550,28 @@ mod tests {
         );
         let err = build_context(&f, "Dockerfile").unwrap_err();
         assert!(err.diagnostics[0].message.contains("nothere.txt"));
+    }
+
+    #[test]
+    fn labels_go_to_the_end_of_the_target_stage_in_one_instruction() {
+        let mut labels = BTreeMap::new();
+        labels.insert("a.b".to_string(), "x \"q\" $HOME \\".to_string());
+        labels.insert("c".to_string(), "two\nlines".to_string());
+        let df = "FROM base AS runtime\nRUN a \\\n  FROM not-a-stage\nFROM runtime AS dev\nRUN b\n";
+        let out = label_target_stage(df, "runtime", &labels);
+        assert_eq!(
+            out,
+            "FROM base AS runtime\nRUN a \\\n  FROM not-a-stage\n\
+             LABEL a.b=\"x \\\"q\\\" \\$HOME \\\\\" \\\n      c=\"two lines\"\n\
+             FROM runtime AS dev\nRUN b\n"
+        );
+        let dev = label_target_stage(df, "dev", &labels);
+        assert!(
+            dev.starts_with(df) && dev.ends_with("c=\"two lines\"\n"),
+            "{dev}"
+        );
+        let info = parse_dockerfile(&out);
+        assert_eq!(info.instructions, parse_dockerfile(df).instructions + 1);
     }
 
     #[test]
