@@ -75,34 +75,33 @@ pub fn run(table: &crate::compat::Table, args: TestArgs) -> Result<i32, Failure>
     let rt = docker::runtime()?;
     rt.block_on(async move {
         let interrupt = run::install_interrupt()?;
-        let engine = tokio::select! {
-            e = docker::connect() => e?,
-            _ = interrupt.clone() => return Err(run::interrupted("connecting to the engine")),
-        };
-        let info = images::inspect(&engine, &args.image)
-            .await?
-            .ok_or_else(|| {
-                Failure::one(
-                Diagnostic::error(
-                    codes::IMAGE_NOT_FOUND,
-                    format!(
-                        "image `{}` is not present on the engine at `{}`",
-                        args.image, engine.host
-                    ),
-                )
-                .with_hint(
-                    "build it with `envbuild image SPEC`, or load it (`docker load -i image.tar`)",
-                ),
+        // Every failure, before the smoke test or in it, goes through `report` so that
+        // `--json` and `--junit` are written for it too.
+        let outcome = async {
+            let engine = tokio::select! {
+                e = docker::connect() => e?,
+                _ = interrupt.clone() => return Err(run::interrupted("connecting to the engine")),
+            };
+            let info = images::inspect(&engine, &args.image)
+                .await?
+                .ok_or_else(|| image_not_found(&args.image, &engine.host))?;
+            // An envbuild image carries its lock's expectations; any other image is only
+            // reported on unless expectations are given.
+            let expectations = match expectations {
+                Some(e) => Some(e),
+                None if info.labels.contains_key(labels::LOCK_SHA256) => None,
+                None => Some(Expectations::default()),
+            };
+            smoke(
+                &engine,
+                &args.image,
+                expectations,
+                &settings,
+                interrupt.clone(),
             )
-            })?;
-        // An envbuild image carries its lock's expectations; any other image is only reported
-        // on unless expectations are given.
-        let expectations = match expectations {
-            Some(e) => Some(e),
-            None if info.labels.contains_key(labels::LOCK_SHA256) => None,
-            None => Some(Expectations::default()),
-        };
-        let outcome = smoke(&engine, &args.image, expectations, &settings, interrupt).await;
+            .await
+        }
+        .await;
         report(
             vec![SmokeResult {
                 name: args.image.clone(),
@@ -114,6 +113,16 @@ pub fn run(table: &crate::compat::Table, args: TestArgs) -> Result<i32, Failure>
             serde_json::Map::new(),
         )
     })
+}
+
+fn image_not_found(image: &str, host: &str) -> Failure {
+    Failure::one(
+        Diagnostic::error(
+            codes::IMAGE_NOT_FOUND,
+            format!("image `{image}` is not present on the engine at `{host}`"),
+        )
+        .with_hint("build it with `envbuild image SPEC`, or load it (`docker load -i image.tar`)"),
+    )
 }
 
 #[cfg(test)]

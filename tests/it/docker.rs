@@ -92,11 +92,30 @@ fn missing_image_is_named() {
         return;
     };
     drop(d);
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("j.xml");
     let out = envbuild()
-        .args(["test", "envbuild-test/not-here:1", "--gpus", "none"])
+        .args([
+            "test",
+            "envbuild-test/not-here:1",
+            "--gpus",
+            "none",
+            "--json",
+            "--junit",
+        ])
+        .arg(&junit)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+    // The reports are written for a run that never reached the smoke test, too.
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(doc["verdict"], "fail");
+    assert_eq!(doc["smoke"][0]["error"][0]["code"], "IMAGE_NOT_FOUND");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains("<error") && xml.contains("IMAGE_NOT_FOUND"),
+        "{xml}"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("IMAGE_NOT_FOUND") && err.contains("envbuild-test/not-here:1"),
