@@ -111,9 +111,8 @@ pub fn cache_dir() -> PathBuf {
 fn static_busybox() -> Vec<u8> {
     let installed = Path::new("/bin/busybox");
     if let Ok(bytes) = std::fs::read(installed) {
-        // A dynamic busybox names its loader; a static one cannot run in `FROM scratch` else.
-        let dynamic = bytes.windows(12).any(|w| w == b"ld-linux-x86");
-        if !dynamic {
+        // Only a static busybox runs in an image with no libc.
+        if is_static_elf64(&bytes) {
             return bytes;
         }
     }
@@ -142,6 +141,31 @@ fn static_busybox() -> Vec<u8> {
         assert!(ok, "dpkg-deb -x failed");
     }
     std::fs::read(bin).expect("busybox binary")
+}
+
+/// An ELF64 little-endian executable without a `PT_INTERP` program header (no dynamic loader).
+fn is_static_elf64(b: &[u8]) -> bool {
+    let u16_at = |o: usize| {
+        b.get(o..o + 2)
+            .map(|s| u16::from_le_bytes([s[0], s[1]]) as usize)
+    };
+    let u32_at = |o: usize| {
+        b.get(o..o + 4)
+            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    };
+    let u64_at = |o: usize| {
+        b.get(o..o + 8)
+            .map(|s| u64::from_le_bytes(s.try_into().unwrap()) as usize)
+    };
+    if b.get(..6) != Some(b"\x7fELF\x02\x01") {
+        return false;
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return false;
+    };
+    const PT_INTERP: u32 = 3;
+    (0..phnum).all(|i| u32_at(phoff + i * phentsize).is_some_and(|t| t != PT_INTERP))
 }
 
 /// A rootfs tar: busybox with its applets as symlinks, plus `extra` files (path → (mode, bytes)).
@@ -269,11 +293,14 @@ pub fn debian_python_image(d: &Docker) -> String {
     let tag = sha12(&[DEBIAN_RECIPE.as_bytes()]);
     import_if_missing(d, "envbuild-test/debian-python", &tag, || {
         let out = cache_dir().join(format!("debian-python-{tag}.tar"));
-        if !out.exists() {
-            let tmp = out.with_extension("tar.part");
+        if !out.is_file() {
+            // mmdebstrap picks its output format from the name: keep `.tar` last, and say it.
+            let tmp = cache_dir().join(format!("debian-python-{tag}.partial.tar"));
+            let _ = std::fs::remove_file(&tmp);
             let status = Command::new("mmdebstrap")
                 .args([
                     "--quiet",
+                    "--format=tar",
                     "--variant=minbase",
                     "--include=python3",
                     "bookworm",
