@@ -136,7 +136,7 @@ pub struct ImageArgs {
     #[arg(long, value_enum, default_value = "all")]
     pub gpus: GpusArg,
     /// Smoke-test time limit in seconds.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Templates that override the embedded ones.
     #[arg(long, value_name = "DIR", env = "ENVBUILD_TEMPLATES")]
@@ -166,7 +166,7 @@ pub struct TestArgs {
     #[arg(long, value_enum, default_value = "all")]
     pub gpus: GpusArg,
     /// Smoke-test time limit in seconds.
-    #[arg(long, default_value_t = 300, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Shared memory for the smoke container (bytes, or with k/m/g), at least the lock's need.
     #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse_size)]

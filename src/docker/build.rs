@@ -169,6 +169,19 @@ pub async fn build(
         )));
     }
     let primary = req.primary_tag();
+    // A bad tag would only be refused after the whole build: check them first.
+    for tag in std::iter::once(&primary).chain(&req.extra_tags) {
+        if !valid_tag(tag) {
+            return Err(Failure::usage(
+                format!("`{tag}` is not a valid image tag"),
+                Some(
+                    "a tag is `name[:tag]`: the name in lower case letters, digits and `._-/` \
+                     (a registry host may carry a port), the tag up to 128 of `A-Za-z0-9_.-`"
+                        .into(),
+                ),
+            ));
+        }
+    }
     let mut tags = vec![primary.clone()];
     tags.extend(req.extra_tags.iter().cloned());
 
@@ -370,6 +383,44 @@ fn handle_line(
     on_event(BuildEvent::Output(t.to_string()));
 }
 
+/// A Docker image reference `name[:tag]` (no digest), as the engine accepts it.
+pub fn valid_tag(reference: &str) -> bool {
+    let (name, tag) = split_tag(reference);
+    let tag_ok = !tag.is_empty()
+        && tag.len() <= 128
+        && !tag.starts_with(['.', '-'])
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    let mut components = name.split('/').peekable();
+    let mut first = true;
+    let name_ok = !name.is_empty()
+        && name.len() <= 255
+        && std::iter::from_fn(|| components.next()).all(|c| {
+            let host = std::mem::take(&mut first) && (c.contains('.') || c.contains(':'));
+            if host {
+                // `registry.example:5000`
+                !c.is_empty()
+                    && c.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
+            } else {
+                !c.is_empty()
+                    && c.bytes()
+                        .next()
+                        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    && c.bytes()
+                        .last()
+                        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    && c.bytes().all(|b| {
+                        b.is_ascii_lowercase()
+                            || b.is_ascii_digit()
+                            || matches!(b, b'.' | b'_' | b'-')
+                    })
+            }
+        });
+    tag_ok && name_ok
+}
+
 /// `Step 3/7 : RUN echo hi` → (3, 7, "RUN echo hi").
 pub fn parse_step(line: &str) -> Option<(usize, usize, String)> {
     let rest = line.strip_prefix("Step ")?;
@@ -459,6 +510,23 @@ mod tests {
         assert_eq!(split_tag("a/b:c"), ("a/b", "c"));
         assert_eq!(split_tag("reg:5000/a/b"), ("reg:5000/a/b", "latest"));
         assert_eq!(split_tag("reg:5000/a:v1"), ("reg:5000/a", "v1"));
+    }
+
+    #[test]
+    fn tags_are_checked_before_building() {
+        for good in [
+            "env:runtime-0123456789ab",
+            "team/env:v1",
+            "reg.example:5000/a/b:c",
+            "a",
+        ] {
+            assert!(valid_tag(good), "{good}");
+        }
+        for bad in [
+            "Env:v1", "env:", "env:-x", "env:a b", "/env:v", "env/:v", "env:$x", "",
+        ] {
+            assert!(!valid_tag(bad), "{bad}");
+        }
     }
 
     #[test]
