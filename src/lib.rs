@@ -9,6 +9,9 @@
 pub mod cli;
 pub mod commands;
 pub mod diag;
+pub mod doctor;
 pub mod fsutil;
+pub mod host;
+pub mod proc;
 pub mod smoke;
 pub mod version;
