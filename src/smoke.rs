@@ -493,3 +493,209 @@ pub fn junit_xml(report: &SmokeReport, suite: &str) -> Result<String, Failure> {
     r.to_string()
         .map_err(|e| Failure::bug(format!("cannot write JUnit XML: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str, status: CheckStatus, code: &str, required: bool) -> Check {
+        Check {
+            name: name.into(),
+            status,
+            code: code.into(),
+            detail: format!("{name} detail"),
+            required,
+            value: None,
+            unit: None,
+        }
+    }
+
+    fn report(status: Verdict, checks: Vec<Check>) -> SmokeReport {
+        let mut environment = serde_json::Map::new();
+        environment.insert("torch".into(), "2.5.1+cu124".into());
+        environment.insert("python".into(), "3.11.7".into());
+        environment.insert("cuda".into(), serde_json::Value::Null);
+        SmokeReport {
+            schema: 1,
+            status,
+            mode: "gpu".into(),
+            duration_s: 1.25,
+            environment,
+            checks,
+        }
+    }
+
+    fn failing() -> SmokeReport {
+        report(
+            Verdict::Fail,
+            vec![
+                check("python", CheckStatus::Pass, "OK", true),
+                check("cuda_available", CheckStatus::Fail, "NO_GPU_VISIBLE", true),
+                check("shm", CheckStatus::Warn, "SHM_TOO_SMALL", false),
+                check("matmul", CheckStatus::Skip, "NO_CUDA", true),
+                check("tflops_bf16", CheckStatus::Fail, "CHECK_ERROR", false),
+            ],
+        )
+    }
+
+    #[test]
+    fn parse_output_accepts_a_consistent_report() {
+        let r = failing();
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(parse_output(&json, "", Some(1)).unwrap(), r);
+    }
+
+    #[test]
+    fn parse_output_refuses_what_is_not_a_report() {
+        let e = parse_output(
+            "Traceback (most recent call last):",
+            "boom\nlast line\n",
+            Some(1),
+        )
+        .unwrap_err();
+        assert_eq!(e.diagnostics[0].code, codes::BAD_OUTPUT);
+        assert!(e.to_string().contains("last line"), "{e}");
+        let e = parse_output("", "", None).unwrap_err();
+        assert!(e.to_string().contains("killed by a signal"), "{e}");
+    }
+
+    #[test]
+    fn parse_output_checks_schema_verdict_and_exit_code() {
+        let mut r = failing();
+        r.schema = 2;
+        let e = parse_output(&serde_json::to_string(&r).unwrap(), "", Some(1)).unwrap_err();
+        assert!(e.to_string().contains("schema 2"), "{e}");
+
+        let mut r = failing();
+        r.status = Verdict::Pass;
+        let e = parse_output(&serde_json::to_string(&r).unwrap(), "", Some(0)).unwrap_err();
+        assert_eq!(e.exit_code, exit::USAGE);
+
+        let json = serde_json::to_string(&failing()).unwrap();
+        let e = parse_output(&json, "", Some(0)).unwrap_err();
+        assert!(e.to_string().contains("exited with"), "{e}");
+        let e = parse_output(&json, "", Some(2)).unwrap_err();
+        assert!(e.to_string().contains("refused its arguments"), "{e}");
+    }
+
+    #[test]
+    fn table_lists_every_check_in_order_with_the_verdict() {
+        let text = render_table(&failing(), false);
+        assert!(!text.contains('\x1b'));
+        assert!(
+            text.starts_with("Python 3.11.7 · torch 2.5.1+cu124\n"),
+            "{text}"
+        );
+        let order: Vec<usize> = ["python", "cuda_available", "shm", "matmul", "tflops_bf16"]
+            .iter()
+            .map(|n| text.find(&format!("  {n} ")).unwrap())
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+        assert!(
+            text.contains("FAIL  cuda_available  NO_GPU_VISIBLE"),
+            "{text}"
+        );
+        assert!(text.contains("shm detail (optional)"), "{text}");
+        assert!(text.contains("FAIL: 1 passed, 1 warnings, 2 failed, 1 skipped (gpu mode, 1.2 s)"));
+        assert_eq!(text, render_table(&failing(), false));
+    }
+
+    #[test]
+    fn table_colours_only_when_asked_and_keeps_columns() {
+        let plain = render_table(&failing(), false);
+        let color = render_table(&failing(), true);
+        assert!(color.contains("\x1b[31;1mFAIL\x1b[0m"));
+        let strip = |s: &str| {
+            let mut out = String::new();
+            let mut esc = false;
+            for ch in s.chars() {
+                match (esc, ch) {
+                    (false, '\x1b') => esc = true,
+                    (true, 'm') => esc = false,
+                    (true, _) => {}
+                    (false, c) => out.push(c),
+                }
+            }
+            out
+        };
+        assert_eq!(strip(&color), plain);
+    }
+
+    #[test]
+    fn junit_maps_statuses() {
+        let xml = junit_xml(&failing(), "envbuild.smoke").unwrap();
+        assert!(xml.contains(r#"tests="5""#), "{xml}");
+        assert!(xml.contains(r#"failures="1""#), "{xml}");
+        assert!(xml.contains(r#"skipped="1""#), "{xml}");
+        assert!(xml.contains(r#"<failure message="NO_GPU_VISIBLE: cuda_available detail" type="NO_GPU_VISIBLE"/>"#), "{xml}");
+        assert!(xml.contains("warning: SHM_TOO_SMALL: shm detail"), "{xml}");
+        assert!(
+            xml.contains("warning: CHECK_ERROR: tflops_bf16 detail"),
+            "{xml}"
+        );
+        assert!(!xml.contains("timestamp"), "{xml}");
+        assert!(
+            !xml.contains(r#"name="cuda""#),
+            "null facts are left out: {xml}"
+        );
+        assert_eq!(xml, junit_xml(&failing(), "envbuild.smoke").unwrap());
+    }
+
+    #[test]
+    fn expectations_round_trip_and_refuse_unknown_keys() {
+        let e = Expectations {
+            torch: Some("2.5.1".into()),
+            cuda: Some("12.4".into()),
+            arch_list: vec!["sm_90".into()],
+            min_shm_bytes: Some(1 << 30),
+            ..Default::default()
+        };
+        assert_eq!(Expectations::from_json(&e.to_json(), "x").unwrap(), e);
+        let err = Expectations::from_json(r#"{"torhc": "2.5.1"}"#, "e.json").unwrap_err();
+        assert_eq!(err.diagnostics[0].code, codes::INVALID_EXPECTATIONS);
+        assert_eq!(err.exit_code, exit::FAILURE);
+        assert!(err.to_string().contains("torhc"), "{err}");
+    }
+
+    #[test]
+    fn run_script_reports_a_missing_interpreter() {
+        let e = run_script(
+            "/nonexistent/envbuild-test/python3",
+            &Expectations::default(),
+            Mode::Cpu,
+            Duration::from_secs(5),
+        )
+        .unwrap_err();
+        assert_eq!(e.diagnostics[0].code, codes::PYTHON_NOT_FOUND);
+        assert!(e.diagnostics[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("--python"));
+    }
+
+    #[test]
+    fn run_script_kills_a_hung_interpreter() {
+        // A stand-in "python" that never finishes.
+        let dir = tempfile::tempdir().unwrap();
+        let fake = dir.path().join("python");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\necho 'loading torch' >&2\nexec sleep 30\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let t0 = std::time::Instant::now();
+        let e = run_script(
+            fake.to_str().unwrap(),
+            &Expectations::default(),
+            Mode::Gpu,
+            Duration::from_millis(500),
+        )
+        .unwrap_err();
+        assert_eq!(e.diagnostics[0].code, codes::TIMEOUT);
+        assert!(e.to_string().contains("loading torch"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+}

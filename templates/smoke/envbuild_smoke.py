@@ -557,14 +557,16 @@ def check_nccl(report, torch, expect, is_cuda):
     if not is_cuda:
         report.skip("nccl_version", "NOT_CUDA_BUILD", "not a CUDA build")
         return
-    nccl = getattr(torch.cuda, "nccl", None)
     actual = None
     err = None
-    if nccl is not None:
-        try:
-            actual = nccl_text(nccl.version())
-        except Exception as exc:  # noqa: BLE001 - reported below
-            err = error_text(exc)
+    try:
+        # torch.cuda does not always import its nccl submodule itself.
+        import importlib
+
+        nccl = importlib.import_module("torch.cuda.nccl")
+        actual = nccl_text(nccl.version())
+    except Exception as exc:  # noqa: BLE001 - reported below
+        err = error_text(exc)
     report.env["nccl"] = actual
     if actual is None:
         why = "NCCL version unreadable" + (": " + err if err else "")
