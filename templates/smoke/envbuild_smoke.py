@@ -117,6 +117,9 @@ def guarded(report, name, fn, *args, required=True):
     except Exception as exc:  # noqa: BLE001 - every error must end up in the JSON
         code = "ARCH_MISSING" if "no kernel image" in str(exc) else "CHECK_ERROR"
         status = "fail" if required else "warn"
+        # The check may have reported before it broke: keep names unique.
+        if any(c["name"] == name for c in report.checks):
+            name += "_error"
         report.add(name, status, code, error_text(exc), required)
         return None
 

@@ -2,5 +2,6 @@
 //! a real Python; torch is replaced by the stand-in that `tests/fixtures/fake_torch.py` writes.
 
 mod doctor;
+mod script_units;
 mod smoke;
 mod support;
