@@ -2,9 +2,10 @@
 //! compatibility table into a reproducible lock, rendered into environment.yml and Dockerfiles,
 //! built through the Docker Engine API and proven to use the GPU by an embedded smoke test.
 //!
-//! The pipeline's pure core (spec, compat, resolve, lock, render) performs no I/O; the modules
-//! that touch the world are `fsutil` (files), `docker` (the engine), `host` (driver/GPU probes),
-//! `smoke` (runs Python) and `commands` (wiring).
+//! The pipeline's pure core (spec, compat, resolve, lock, render, `doctor`'s judgement) performs
+//! no I/O; the modules that touch the world are `fsutil` (files), `docker` (the engine), `host`
+//! (driver/GPU probes), `proc` (child processes with a time limit), `smoke` (runs Python, in
+//! `run_script` only) and `commands` (wiring).
 
 pub mod cli;
 pub mod commands;

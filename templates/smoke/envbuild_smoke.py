@@ -972,7 +972,16 @@ def main(argv, out):
         return 2
     report = Report(mode)
     try:
-        run_checks(report, opts, expect)
+        # torch warns once per process (e.g. "CUDA initialization: ..."): keep every warning
+        # in the report rather than on stderr only.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_checks(report, opts, expect)
+        seen = report.env.setdefault("warnings", [])
+        for w in caught:
+            text = one_line(str(w.message))
+            if text not in seen:
+                seen.append(text)
     except BaseException as exc:  # noqa: BLE001 - the JSON must come out whatever happens
         report.add("internal", "fail", "SMOKE_INTERNAL_ERROR",
                    error_text(exc) + " at " + one_line(traceback.format_exc()[-300:]))

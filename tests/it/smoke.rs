@@ -575,3 +575,49 @@ fn every_script_code_is_documented() {
         .collect();
     assert!(missing.is_empty(), "undocumented codes: {missing:?}");
 }
+
+/// With a real torch (a CUDA wheel; no GPU needed), point ENVBUILD_TEST_PYTHON_WITH_TORCH at
+/// its interpreter. Checked with torch 2.5.1+cu124 from PyPI on a GPU-less machine.
+#[test]
+fn real_torch_when_one_is_available() {
+    let Ok(python) = std::env::var("ENVBUILD_TEST_PYTHON_WITH_TORCH") else {
+        eprintln!("skipped: set ENVBUILD_TEST_PYTHON_WITH_TORCH to a python with a CUDA torch");
+        return;
+    };
+    let out = envbuild()
+        .args(["smoke", "--json", "--expect", "cpu", "--python", &python])
+        .output()
+        .unwrap();
+    let report: SmokeReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&report, out.status.code().unwrap());
+    let arch = report
+        .checks
+        .iter()
+        .find(|c| c.name == "arch_list")
+        .unwrap();
+    assert_eq!(arch.status, CheckStatus::Pass, "{}", arch.detail);
+    assert!(report.environment["arch_list"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    assert!(report.environment["cudnn"].is_string());
+
+    // In gpu mode on a machine without a GPU, the reason is classified, never "unknown".
+    if !Path::new("/dev/nvidia0").exists() {
+        let out = envbuild()
+            .args(["smoke", "--json", "--python", &python])
+            .output()
+            .unwrap();
+        let report: SmokeReport = serde_json::from_slice(&out.stdout).unwrap();
+        let c = report
+            .checks
+            .iter()
+            .find(|c| c.name == "cuda_available")
+            .unwrap();
+        assert!(
+            ["CUDA_UNAVAILABLE_NO_DRIVER", "NO_GPU_VISIBLE"].contains(&c.code.as_str()),
+            "{c:?}"
+        );
+        assert!(c.detail.contains("Found no NVIDIA driver"), "{}", c.detail);
+        assert_eq!(out.status.code(), Some(1));
+    }
+}
