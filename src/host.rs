@@ -384,9 +384,8 @@ pub fn probe(cfg: &ProbeConfig) -> Result<HostFacts, Failure> {
         ),
     };
 
-    let need_probe = driver_override.is_none()
-        || gpus_override.is_none()
-        || (cuda_override.is_none() && driver_override.is_none());
+    // A forced driver without a forced CUDA derives the CUDA from it: no probe for that.
+    let need_probe = driver_override.is_none() || gpus_override.is_none();
     let found = if need_probe {
         probe_real(cfg)
     } else {
@@ -459,7 +458,10 @@ fn probe_real(cfg: &ProbeConfig) -> Found {
                 let src = "NVML".to_string();
                 found.driver = n.driver.map(|v| (v, src.clone()));
                 found.cuda = n.cuda.map(|v| (v, src.clone()));
-                found.gpus = Some((n.gpus, src));
+                match n.gpus {
+                    Ok(gpus) => found.gpus = Some((gpus, src)),
+                    Err(why) => found.notes.push(format!("NVML: {why}")),
+                }
             }
             Err(why) => found.notes.push(format!("NVML: {why}")),
         }
@@ -583,7 +585,8 @@ mod nvml {
     pub struct Nvml {
         pub driver: Option<Version>,
         pub cuda: Option<Version>,
-        pub gpus: Vec<Gpu>,
+        /// `Err` when the devices could not be listed, so another probe can try.
+        pub gpus: Result<Vec<Gpu>, String>,
     }
 
     /// NVML return codes worth naming (nvml.h `nvmlReturn_t`).
@@ -670,7 +673,11 @@ mod nvml {
         let mut n: c_uint = 0;
         let rc = count(&mut n);
         if rc != 0 {
-            return Err(format!("nvmlDeviceGetCount_v2 failed: {}", describe(rc)));
+            return Ok(Nvml {
+                driver,
+                cuda,
+                gpus: Err(format!("nvmlDeviceGetCount_v2 failed: {}", describe(rc))),
+            });
         }
         let mut gpus = Vec::new();
         for i in 0..n {
@@ -699,7 +706,11 @@ mod nvml {
                 memory_bytes,
             });
         }
-        Ok(Nvml { driver, cuda, gpus })
+        Ok(Nvml {
+            driver,
+            cuda,
+            gpus: Ok(gpus),
+        })
     }
 }
 
