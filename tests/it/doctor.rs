@@ -259,3 +259,47 @@ fn every_doctor_code_is_documented() {
         .collect();
     assert!(missing.is_empty(), "undocumented codes: {missing:?}");
 }
+
+/// Build the stand-in NVML (tests/fixtures/host/fake_nvml.c) into `dir` as libnvidia-ml.so.1;
+/// `None` when this machine has no C compiler.
+fn fake_nvml(dir: &Path) -> Option<PathBuf> {
+    let lib = dir.join("libnvidia-ml.so.1");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(fixture("host/fake_nvml.c"))
+        .status()
+        .ok()?;
+    status.success().then_some(lib)
+}
+
+#[test]
+fn nvml_is_loaded_at_run_time() {
+    let dir = tempfile::tempdir().unwrap();
+    if fake_nvml(dir.path()).is_none() {
+        eprintln!("skipped: no C compiler (`cc`) to build the stand-in libnvidia-ml.so.1");
+        return;
+    }
+    let mut cmd = doctor();
+    cmd.env_remove("ENVBUILD_NO_NVML")
+        .env("LD_LIBRARY_PATH", dir.path());
+    let report = json_of(&mut cmd, 0);
+    let host = &report["host"];
+    assert_eq!(host["driver"], "550.54.15");
+    assert_eq!(host["driver_source"], "NVML");
+    assert_eq!(host["cuda"], "12.4");
+    assert_eq!(host["gpus"].as_array().unwrap().len(), 2);
+    assert_eq!(host["gpus"][1]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(host["gpus"][1]["cc"], "9.0");
+    assert_eq!(host["gpus"][1]["memory_bytes"], 85520809984u64);
+
+    // A driver that is not loaded: NVML's code is named, and the fallbacks are tried.
+    let mut cmd = doctor();
+    cmd.env_remove("ENVBUILD_NO_NVML")
+        .env("LD_LIBRARY_PATH", dir.path())
+        .env("FAKE_NVML_INIT_RC", "9");
+    cmd.assert()
+        .code(1)
+        .stdout(predicate::str::contains("kernel driver is not loaded"))
+        .stdout(predicate::str::contains("nvidia-smi"));
+}
