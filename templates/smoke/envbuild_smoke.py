@@ -54,6 +54,10 @@ TFLOPS_WARN_FRACTION = 0.3
 H2D_WARN_FRACTION = 0.5
 # Docker's default /dev/shm is 64 MiB, which DataLoader workers (num_workers > 0) exhaust.
 DEFAULT_MIN_SHM_BYTES = 1 << 30
+# Probe sizes: a 4096^2 matmul is 137 GFLOP, large enough to reach the tensor cores' rate;
+# 64 MiB copies amortise the launch cost. Each probe runs about 0.3-0.4 s.
+THROUGHPUT_N = 4096
+COPY_BYTES = 64 << 20
 
 
 class UsageError(Exception):
@@ -842,11 +846,15 @@ def timed(torch, fn, budget_s=0.4, max_iters=50):
     return (time.perf_counter() - t0) / iters
 
 
+def figure(value):
+    return ("%.1f" % value) if value >= 10 else ("%.3g" % value)
+
+
 def throughput_verdict(report, name, label, value, unit, peak, fraction, what):
     if peak:
         pct = 100.0 * value / peak
-        detail = "%s %.1f %s = %.0f%% of the nominal %s peak %.0f %s" % (
-            label, value, unit, pct, what, peak, unit)
+        detail = "%s %s %s = %.0f%% of the nominal %s peak %s %s" % (
+            label, figure(value), unit, pct, what, "%g" % peak, unit)
         if value < fraction * peak:
             report.add(name, "warn", "THROUGHPUT_LOW",
                        detail + " (throttled clocks, a MIG slice, another process, or a "
@@ -854,7 +862,7 @@ def throughput_verdict(report, name, label, value, unit, peak, fraction, what):
             return
         report.ok(name, detail, required=False, value=value, unit=unit)
     else:
-        report.ok(name, "%s %.1f %s (no nominal peak known for this GPU)" % (label, value, unit),
+        report.ok(name, "%s %s %s (no nominal peak known for this GPU)" % (label, figure(value), unit),
                   required=False, value=value, unit=unit)
 
 
@@ -862,7 +870,7 @@ def check_throughput(report, torch, devices):
     device = devices[0]
     key, peaks = nominal_peak(device["name"])
     report.env["nominal_peaks"] = {"matched": key, **(peaks or {})}
-    n = 4096
+    n = THROUGHPUT_N
     bf16 = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
     def matmul_probe(name, label, dtype, tf32, peak_key):
@@ -883,7 +891,7 @@ def check_throughput(report, torch, devices):
     guarded(report, "tflops_tf32", matmul_probe, "tflops_tf32", "fp32/tf32", torch.float32,
             True, "tf32", required=False)
 
-    size = 64 << 20
+    size = COPY_BYTES
 
     def copy_probe(name, label, pinned):
         host = torch.empty(size, dtype=torch.uint8)
@@ -897,8 +905,8 @@ def check_throughput(report, torch, devices):
             throughput_verdict(report, name, label, gbs, "GB/s", peaks and peaks.get("h2d"),
                                H2D_WARN_FRACTION, "PCIe x16")
         else:
-            report.ok(name, "%s %.1f GB/s (pageable memory is always slower than pinned)"
-                      % (label, gbs), required=False, value=gbs, unit="GB/s")
+            report.ok(name, "%s %s GB/s (pageable memory is always slower than pinned)"
+                      % (label, figure(gbs)), required=False, value=gbs, unit="GB/s")
 
     guarded(report, "h2d_pinned", copy_probe, "h2d_pinned", "host-to-device pinned", True,
             required=False)
