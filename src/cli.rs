@@ -168,6 +168,11 @@ pub struct TestArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 every required check passed (warnings allowed), 1 a required check failed or the
+test could not run, 2 usage error.
+
+Every check, code and the expectations file are described in docs/smoke.md.")]
 pub struct SmokeArgs {
     /// Check against this lock's expectations.
     #[arg(long, value_name = "LOCK", conflicts_with = "expect_file")]

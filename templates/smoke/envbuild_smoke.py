@@ -20,6 +20,7 @@
 # Inputs are only ever parsed as JSON and compared as strings; nothing is evaluated.
 
 import json
+import math
 import os
 import platform
 import sys
@@ -78,7 +79,8 @@ class Report:
             "detail": one_line(detail),
             "required": bool(required),
         }
-        if value is not None:
+        # JSON has no NaN/Infinity (serde refuses them): leave such a figure out.
+        if value is not None and math.isfinite(float(value)):
             check["value"] = float(value)
         if unit is not None:
             check["unit"] = unit
