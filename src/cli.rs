@@ -198,10 +198,19 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Exit codes: 0 every required check passed (warnings allowed), 1 a required check failed or the
+test could not run, 2 usage error.
+
+Every check, code and the expectations file are described in docs/smoke.md.")]
 pub struct SmokeArgs {
     /// Check against this lock's expectations.
-    #[arg(long, value_name = "LOCK")]
+    #[arg(long, value_name = "LOCK", conflicts_with = "expect_file")]
     pub lock: Option<PathBuf>,
+    /// Check against an expectations JSON file (torch, cuda, cudnn, nccl, arch_list, python,
+    /// packages, min_shm_bytes; see docs/smoke.md).
+    #[arg(long, value_name = "FILE")]
+    pub expect_file: Option<PathBuf>,
     /// The Python interpreter of the environment to test.
     #[arg(long, default_value = "python3", value_name = "PATH")]
     pub python: String,
@@ -223,10 +232,24 @@ pub struct SmokeArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "\
+Probe overrides (environment):
+  ENVBUILD_DRIVER_VERSION       the driver version, or `none`
+  ENVBUILD_CUDA_DRIVER_VERSION  the highest CUDA the driver supports
+  ENVBUILD_GPUS                 GPU models or compute capabilities, e.g. `A100,8.9`, or `none`
+  ENVBUILD_NO_NVML=1            do not load libnvidia-ml.so.1
+  ENVBUILD_NVIDIA_SMI           the nvidia-smi to run, or `none`
+  ENVBUILD_PROC_DRIVER_VERSION  read this file instead of /proc/driver/nvidia/version
+
+Exit codes: 0 the host passes (warnings allowed), 1 a check failed (for example no driver),
+2 usage error.")]
 pub struct DoctorArgs {
     /// Check whether this lock's build runs here.
-    #[arg(long, value_name = "LOCK")]
+    #[arg(long, value_name = "LOCK", conflicts_with = "expect_file")]
     pub lock: Option<PathBuf>,
+    /// Check against an expectations JSON file (the same one `envbuild smoke` reads).
+    #[arg(long, value_name = "FILE")]
+    pub expect_file: Option<PathBuf>,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     pub json: bool,

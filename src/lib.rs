@@ -2,9 +2,10 @@
 //! compatibility table into a reproducible lock, rendered into environment.yml and Dockerfiles,
 //! built through the Docker Engine API and proven to use the GPU by an embedded smoke test.
 //!
-//! The pipeline's pure core (spec, compat, resolve, lock, render) performs no I/O; the modules
-//! that touch the world are `fsutil` (files), `docker` (the engine), `host` (driver/GPU probes),
-//! `smoke` (runs Python) and `commands` (wiring).
+//! The pipeline's pure core (spec, compat, resolve, lock, render, `doctor`'s judgement) performs
+//! no I/O; the modules that touch the world are `fsutil` (files), `docker` (the engine), `host`
+//! (driver/GPU probes), `proc` (child processes with a time limit), `smoke` (runs Python, in
+//! `run_script` only) and `commands` (wiring).
 
 // Diagnostics are returned by value on cold error paths; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
@@ -14,10 +15,14 @@ pub mod commands;
 pub mod compat;
 pub mod diag;
 pub mod docker;
+pub mod doctor;
+pub mod expect;
 pub mod fsutil;
 pub mod hash;
+pub mod host;
 pub mod import;
 pub mod lock;
+pub mod proc;
 pub mod resolve;
 pub mod smoke;
 pub mod spec;

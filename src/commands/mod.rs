@@ -17,6 +17,9 @@ pub const INVALID_LOCK: crate::diag::Code = "INVALID_LOCK";
 /// An output file exists and `--force` was not given.
 pub const OUTPUT_EXISTS: crate::diag::Code = "OUTPUT_EXISTS";
 
+mod doctor;
+mod smoke;
+
 use crate::cli::{Cli, Command};
 use crate::compat::Table;
 use crate::diag::{Diagnostic, Failure};
@@ -32,6 +35,8 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Lock(args) => lock::run(&table, &args),
         Command::ShowTable(args) => table::run(&table, &args),
         Command::Import(args) => import::run(&table, &args),
+        Command::Smoke(args) => smoke::run(&args),
+        Command::Doctor(args) => doctor::run(&table, &args),
         Command::Image(args) => image::run(&table, args),
         Command::Test(args) => test::run(&table, args),
         other => Err(Failure::bug(format!(
@@ -141,4 +146,18 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
         .map_err(|e| Failure::bug(format!("cannot serialise JSON: {e}")))?;
     println!("{s}");
     Ok(())
+}
+
+/// Colours only for a terminal, and never when `NO_COLOR` is set (no-color.org).
+pub(crate) fn stdout_color() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Read and parse an `--expect-file`.
+pub(crate) fn read_expectations(
+    path: &std::path::Path,
+) -> Result<crate::smoke::Expectations, Failure> {
+    let text = crate::fsutil::read_text(path)?;
+    crate::smoke::Expectations::from_json(&text, &path.display().to_string())
 }

@@ -123,13 +123,15 @@ pub fn report(
             .map_err(|e| Failure::bug(format!("cannot write the JSON verdict: {e}")))?;
         println!("{text}");
     } else {
+        use std::io::IsTerminal;
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         for r in &results {
             if let Ok(o) = &r.outcome {
                 let mut title = format!("smoke test of {}", r.name);
                 if r.reused {
                     title.push_str(" (verdict reused; --retest runs it again)");
                 }
-                print!("{}", render_table(&title, &o.report, o.exit_code));
+                print!("{}", render_table(&title, &o.report, color));
                 if !passed(&o.report, o.exit_code) && !o.stderr_tail.is_empty() {
                     eprintln!("smoke test stderr (last lines):\n{}", o.stderr_tail);
                 }
@@ -177,7 +179,7 @@ pub fn failed_diagnostic(image: &str, o: &SmokeOutcome) -> crate::diag::Diagnost
         failing.join(", ")
     };
     crate::diag::Diagnostic::error(
-        crate::docker::codes::SMOKE_FAILED,
+        crate::smoke::codes::FAILED,
         format!("`{image}` failed its smoke test: {what}"),
     )
     .with_hint(

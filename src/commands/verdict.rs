@@ -1,13 +1,14 @@
 //! Presenting smoke verdicts: pass/fail, a readable table, JUnit XML, and the JSON document of
 //! `envbuild image`/`envbuild test`. Pure functions; the callers write the results.
 //!
-//! The table and JUnit writers here are minimal stand-ins; `smoke::render_table` and
-//! `smoke::junit_xml` (the smoke engineer's) replace them when they land.
+//! The table is `smoke::render_table`'s; JUnit for one report is `smoke::junit_xml`'s, and the
+//! writer here covers what that one does not: several images in one file, and runs that ended
+//! with an error instead of a report.
 
 use crate::smoke::{CheckStatus, SmokeReport, Verdict};
 
 /// An image passes only when the script exited 0, said `pass`, and no required check failed:
-/// any disagreement counts as a failure.
+/// any disagreement counts as a failure (`smoke::parse_output` refuses those already).
 pub fn passed(report: &SmokeReport, exit_code: i64) -> bool {
     exit_code == 0
         && report.status == Verdict::Pass
@@ -17,57 +18,9 @@ pub fn passed(report: &SmokeReport, exit_code: i64) -> bool {
             .any(|c| c.required && c.status == CheckStatus::Fail)
 }
 
-fn status_word(s: CheckStatus) -> &'static str {
-    match s {
-        CheckStatus::Pass => "PASS",
-        CheckStatus::Warn => "WARN",
-        CheckStatus::Skip => "SKIP",
-        CheckStatus::Fail => "FAIL",
-    }
-}
-
-/// A plain-text table of the checks, then the verdict line.
-pub fn render_table(title: &str, report: &SmokeReport, exit_code: i64) -> String {
-    let name_w = report
-        .checks
-        .iter()
-        .map(|c| c.name.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let code_w = report
-        .checks
-        .iter()
-        .map(|c| c.code.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let mut out = format!("{title} (mode {})\n", report.mode);
-    out.push_str(&format!(
-        "  {:<6} {:<name_w$}  {:<code_w$}  DETAIL\n",
-        "STATUS", "CHECK", "CODE"
-    ));
-    for c in &report.checks {
-        let opt = if c.required { "" } else { " (optional)" };
-        out.push_str(&format!(
-            "  {:<6} {:<name_w$}  {:<code_w$}  {}{opt}\n",
-            status_word(c.status),
-            c.name,
-            c.code,
-            c.detail
-        ));
-    }
-    let verdict = if passed(report, exit_code) {
-        "PASS"
-    } else {
-        "FAIL"
-    };
-    out.push_str(&format!(
-        "  verdict: {verdict} ({} checks, {:.1}s)\n",
-        report.checks.len(),
-        report.duration_s
-    ));
-    out
+/// The report as a table (`smoke::render_table`) under a title naming the image.
+pub fn render_table(title: &str, report: &SmokeReport, color: bool) -> String {
+    format!("{title}\n{}", crate::smoke::render_table(report, color))
 }
 
 /// One JUnit test suite per smoke run; a run that produced no report is one failing case.
@@ -76,8 +29,13 @@ pub enum SuiteResult<'a> {
     Error { code: &'a str, message: String },
 }
 
-/// JUnit XML with one suite per (name, result).
+/// JUnit XML with one suite per (name, result): `smoke::junit_xml` for a single report.
 pub fn junit_xml(suites: &[(String, SuiteResult<'_>)]) -> String {
+    if let [(name, SuiteResult::Report(r))] = suites {
+        if let Ok(xml) = crate::smoke::junit_xml(r, name) {
+            return xml;
+        }
+    }
     use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
     let mut report = Report::new("envbuild");
     for (name, result) in suites {
@@ -175,10 +133,13 @@ mod tests {
                 ("TORCH_CPU_BUILD", CheckStatus::Fail, true),
             ],
         );
-        let t = render_table("img", &r, 1);
-        assert!(t.contains("FAIL   torch_cpu_build  TORCH_CPU_BUILD"), "{t}");
-        assert!(t.contains("verdict: FAIL"));
-        let x = junit_xml(&[("img".into(), SuiteResult::Report(&r))]);
+        let t = render_table("smoke test of img", &r, false);
+        assert!(t.starts_with("smoke test of img\n"), "{t}");
+        assert!(t.contains("TORCH_CPU_BUILD"), "{t}");
+        let x = junit_xml(&[
+            ("img".into(), SuiteResult::Report(&r)),
+            ("img-dev".into(), SuiteResult::Report(&r)),
+        ]);
         assert!(x.contains("<failure"), "{x}");
         assert!(x.contains("TORCH_CPU_BUILD"));
         let e = junit_xml(&[(

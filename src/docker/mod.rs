@@ -27,12 +27,15 @@ pub mod codes {
     pub const CONTEXT_INVALID: Code = "CONTEXT_INVALID";
     pub const IMAGE_NOT_FOUND: Code = "IMAGE_NOT_FOUND";
     pub const NO_GPU_RUNTIME: Code = "NO_GPU_RUNTIME";
-    pub const SMOKE_TIMEOUT: Code = "SMOKE_TIMEOUT";
-    pub const SMOKE_NO_REPORT: Code = "SMOKE_NO_REPORT";
-    pub const SMOKE_FAILED: Code = "SMOKE_FAILED";
     pub const INTERRUPTED: Code = "INTERRUPTED";
+    // The smoke test's own codes, shared with `envbuild smoke` (listed in `smoke::codes`).
+    pub use crate::smoke::codes::{
+        BAD_OUTPUT as SMOKE_BAD_OUTPUT, FAILED as SMOKE_FAILED,
+        PYTHON_NOT_FOUND as SMOKE_PYTHON_NOT_FOUND, TIMEOUT as SMOKE_TIMEOUT,
+    };
 
-    /// Every code above, for the README's list (`diag::all_codes`).
+    /// Every code of the engine layer, for the README's list (`diag::all_codes`); the smoke
+    /// codes are listed with `smoke::codes`.
     pub const ALL: &[Code] = &[
         ENGINE_UNREACHABLE,
         ENGINE_ERROR,
@@ -42,9 +45,6 @@ pub mod codes {
         CONTEXT_INVALID,
         IMAGE_NOT_FOUND,
         NO_GPU_RUNTIME,
-        SMOKE_TIMEOUT,
-        SMOKE_NO_REPORT,
-        SMOKE_FAILED,
         INTERRUPTED,
     ];
 }

@@ -356,18 +356,6 @@ async fn read_logs(engine: &Engine, id: &str) -> Result<(String, String), Failur
     ))
 }
 
-/// The report in the script's stdout: the whole output, or else its last JSON line.
-pub fn parse_report(stdout: &str) -> Option<SmokeReport> {
-    if let Ok(r) = serde_json::from_str::<SmokeReport>(stdout.trim()) {
-        return Some(r);
-    }
-    stdout
-        .lines()
-        .rev()
-        .filter(|l| l.trim_start().starts_with('{'))
-        .find_map(|l| serde_json::from_str::<SmokeReport>(l.trim()).ok())
-}
-
 async fn run_inner(
     engine: &Engine,
     req: &SmokeRequest,
@@ -434,7 +422,7 @@ async fn run_inner(
             } else if msg.contains("executable file not found") {
                 Failure::one(
                     Diagnostic::error(
-                        codes::SMOKE_NO_REPORT,
+                        codes::SMOKE_PYTHON_NOT_FOUND,
                         format!("the smoke test cannot run in `{}`: the image has no `python3` on its PATH", req.image),
                     )
                     .with_hint("the smoke test runs the image's own Python: install python3 in the image (or use a base that has it)"),
@@ -459,40 +447,37 @@ async fn run_inner(
     };
     let (stdout, stderr) = read_logs(engine, &id).await?;
     let stderr_tail = tail_lines(&stderr);
-    match parse_report(&stdout) {
-        Some(report) => Ok(SmokeOutcome {
-            report,
-            exit_code,
-            stderr_tail,
-            elapsed: started.elapsed(),
-        }),
-        None => {
-            let hint = if exit_code == 127
-                || stderr.contains("python3: not found")
-                || stderr.contains("executable file not found")
-            {
-                "the image has no `python3` on its PATH; the smoke test needs the image's Python"
-                    .to_string()
-            } else {
+    if exit_code == 127 && stdout.trim().is_empty() {
+        return Err(Failure::one(
+            Diagnostic::error(
+                codes::SMOKE_PYTHON_NOT_FOUND,
                 format!(
-                    "run it by hand to see more: `docker run --rm {} {}`",
+                    "the smoke test cannot run in `{}`: `python3` was not found (exit 127){}",
                     req.image,
-                    smoke_cmd(req.mode).join(" ")
-                )
-            };
-            Err(Failure::one(
-                Diagnostic::error(
-                    codes::SMOKE_NO_REPORT,
-                    format!(
-                        "the smoke test in `{}` exited with {exit_code} without printing a report{}",
-                        req.image,
-                        if stderr_tail.is_empty() { String::new() } else { format!("\n  last stderr lines:\n{stderr_tail}") }
-                    ),
-                )
-                .with_hint(hint),
-            ))
-        }
+                    if stderr_tail.is_empty() {
+                        String::new()
+                    } else {
+                        format!("\n  last stderr lines:\n{stderr_tail}")
+                    }
+                ),
+            )
+            .with_hint("the smoke test runs the image's own Python: install python3 in the image"),
+        ));
     }
+    // The same parser as `envbuild smoke`: one schema-1 document, verdict and exit code agreeing.
+    let code = i32::try_from(exit_code).ok();
+    let report = crate::smoke::parse_output(&stdout, &stderr, code).map_err(|mut f| {
+        for d in &mut f.diagnostics {
+            d.message = format!("in `{}`: {}", req.image, d.message);
+        }
+        f
+    })?;
+    Ok(SmokeOutcome {
+        report,
+        exit_code,
+        stderr_tail,
+        elapsed: started.elapsed(),
+    })
 }
 
 #[cfg(test)]
@@ -512,15 +497,6 @@ mod tests {
         let r = gpu_request();
         assert_eq!(r.count, Some(-1));
         assert_eq!(r.capabilities, Some(vec![vec!["gpu".to_string()]]));
-    }
-
-    #[test]
-    fn report_is_found_after_noise() {
-        let json = r#"{"schema":1,"status":"fail","mode":"cpu","duration_s":0.1,"checks":[{"name":"torch_import","status":"fail","code":"TORCH_MISSING","detail":"no torch"}]}"#;
-        let r = parse_report(&format!("warning: noise\n{json}\n")).unwrap();
-        assert_eq!(r.checks[0].code, "TORCH_MISSING");
-        assert!(r.checks[0].required);
-        assert!(parse_report("not json").is_none());
     }
 
     #[test]

@@ -152,7 +152,7 @@ fn canned_reports_drive_verdict_table_json_and_junit() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("verdict: PASS"), "{stdout}");
+    assert!(stdout.contains("PASS: 1 passed"), "{stdout}");
 
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("smoke.xml");
@@ -194,7 +194,7 @@ fn image_without_python_reports_no_report() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("SMOKE_NO_REPORT") && err.contains("python3"),
+        err.contains("SMOKE_PYTHON_NOT_FOUND") && err.contains("python3"),
         "{err}"
     );
     d.assert_no_smoke_container("after a python-less image");

@@ -25,7 +25,7 @@ fn every_example_spec_matches_its_committed_lock() {
 
 #[test]
 fn error_fixtures_give_coded_messages_and_write_nothing() {
-    let dir = repo().join("tests/fixtures/errors");
+    let dir = root().join("tests/fixtures/errors");
     let mut names: Vec<String> = files_in(&dir);
     names.retain(|n| n.ends_with(".toml") || n.ends_with(".yml"));
     assert!(names.len() >= 25);
@@ -52,7 +52,7 @@ fn error_fixtures_give_coded_messages_and_write_nothing() {
 
 #[test]
 fn json_output_reports_errors_with_a_null_lock() {
-    let dir = repo().join("tests/fixtures/errors");
+    let dir = root().join("tests/fixtures/errors");
     let out = envbuild()
         .arg("lock")
         .arg(dir.join("many-problems.toml"))
@@ -71,7 +71,7 @@ fn json_output_reports_errors_with_a_null_lock() {
 
 #[test]
 fn json_output_carries_canonical_package_names_and_the_build() {
-    let spec = repo().join("specs/torch-gpu-env/envbuild.toml");
+    let spec = root().join("specs/torch-gpu-env/envbuild.toml");
     let tmp = tempdir();
     let out = envbuild()
         .arg("lock")
@@ -93,7 +93,7 @@ fn json_output_carries_canonical_package_names_and_the_build() {
     assert_eq!(lock["cudnn"], "9.1.0.70");
     assert_eq!(lock["nccl"], "2.21.5");
     assert_eq!(v["diagnostics"][0]["code"], "PYTHON_EOL");
-    let idx = repo().join("specs/torch26-cu118-py39/envbuild.toml");
+    let idx = root().join("specs/torch26-cu118-py39/envbuild.toml");
     let out = envbuild()
         .arg("lock")
         .arg(&idx)
@@ -117,7 +117,7 @@ fn json_output_carries_canonical_package_names_and_the_build() {
 fn locked_names_what_would_change_and_leaves_the_lock_alone() {
     let tmp = tempdir();
     let spec = tmp.path().join("envbuild.toml");
-    let text = fs::read_to_string(repo().join("specs/torch29-cu128/envbuild.toml")).unwrap();
+    let text = fs::read_to_string(root().join("specs/torch29-cu128/envbuild.toml")).unwrap();
     fs::write(&spec, &text).unwrap();
     let out = envbuild()
         .arg("lock")
@@ -161,7 +161,7 @@ fn toml_and_yaml_specs_give_the_same_lock_bytes() {
     fs::create_dir_all(tmp.path().join("t")).unwrap();
     fs::create_dir_all(tmp.path().join("y")).unwrap();
     fs::copy(
-        repo().join("specs/torch29-cu128/envbuild.toml"),
+        root().join("specs/torch29-cu128/envbuild.toml"),
         tmp.path().join("t/envbuild.toml"),
     )
     .unwrap();
@@ -199,7 +199,7 @@ run:
     assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
     assert_eq!(
         a,
-        fs::read(repo().join("specs/torch29-cu128/envbuild.lock")).unwrap()
+        fs::read(root().join("specs/torch29-cu128/envbuild.lock")).unwrap()
     );
 }
 
@@ -230,7 +230,7 @@ fn an_unwritable_output_is_an_error_and_leaves_nothing() {
     fs::write(&blocker, "x").unwrap();
     let out = envbuild()
         .arg("lock")
-        .arg(repo().join("specs/torch29-cu128/envbuild.toml"))
+        .arg(root().join("specs/torch29-cu128/envbuild.toml"))
         .arg("--out")
         .arg(&blocker)
         .output()

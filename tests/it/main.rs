@@ -1,8 +1,13 @@
-//! Integration tests against the real `envbuild` binary: one test binary, one module per area.
+//! envbuild's integration tests: one binary, one module per area. They run the real binary (and,
+//! for the smoke test, a real Python; torch is replaced by the stand-in that
+//! `tests/fixtures/fake_torch.py` writes).
 
+mod doctor;
 mod import;
 mod lock;
 mod readme;
+mod script_units;
+mod smoke;
 mod spec_props;
 mod support;
 mod table;

@@ -5,7 +5,7 @@ use crate::support::*;
 use std::fs;
 
 fn readme() -> String {
-    fs::read_to_string(repo().join("README.md")).unwrap()
+    fs::read_to_string(root().join("README.md")).unwrap()
 }
 
 #[test]
@@ -45,8 +45,8 @@ fn every_diagnostic_code_is_documented() {
 fn the_quick_start_commands_are_the_ones_ci_runs() {
     let text = readme();
     assert!(text.contains("cargo test --locked"));
-    let ci = fs::read_to_string(repo().join(".ci/run")).unwrap();
+    let ci = fs::read_to_string(root().join(".ci/run")).unwrap();
     assert!(ci.contains("cargo test --locked"));
     assert!(text.contains("envbuild lock specs/torch-gpu-env/envbuild.toml"));
-    assert!(repo().join("specs/torch-gpu-env/envbuild.toml").is_file());
+    assert!(root().join("specs/torch-gpu-env/envbuild.toml").is_file());
 }

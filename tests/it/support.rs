@@ -1,23 +1,36 @@
-//! Shared helpers for the integration tests.
+//! Shared helpers: the binary with a clean environment, example specs, stand-in torch packages,
+//! temp files.
 
 use std::path::{Path, PathBuf};
 
-/// The binary under test.
-pub fn envbuild() -> assert_cmd::Command {
-    let mut c = assert_cmd::Command::cargo_bin("envbuild").expect("binary built");
-    // Never let the caller's environment change what a test sees.
-    c.env_remove("ENVBUILD_TABLE")
-        .env_remove("ENVBUILD_TEMPLATES");
-    c
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+pub fn fixture(rel: &str) -> PathBuf {
+    root().join("tests/fixtures").join(rel)
+}
+
+/// The envbuild binary with none of the caller's envbuild, Python-path or NVIDIA variables.
+pub fn envbuild() -> assert_cmd::Command {
+    let mut cmd = assert_cmd::Command::cargo_bin("envbuild").expect("binary built");
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().to_string();
+        if k.starts_with("ENVBUILD_")
+            || k.starts_with("PYTHON")
+            || k == "NVIDIA_VISIBLE_DEVICES"
+            || k == "CUDA_VISIBLE_DEVICES"
+        {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env("NO_COLOR", "1");
+    cmd
 }
 
 /// Every example spec: `specs/<name>/envbuild.toml`, sorted.
 pub fn example_specs() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(repo().join("specs"))
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root().join("specs"))
         .expect("specs/")
         .filter_map(|e| e.ok())
         .map(|e| e.path().join("envbuild.toml"))
@@ -51,4 +64,33 @@ pub fn files_in(dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// A directory holding the stand-in torch of `variant` (see tests/fixtures/fake_torch.py).
+pub fn fake_torch(variant: &str) -> tempfile::TempDir {
+    let dir = tempdir();
+    let status = std::process::Command::new("python3")
+        .arg(fixture("fake_torch.py"))
+        .arg("make")
+        .arg(dir.path())
+        .arg("--variant")
+        .arg(variant)
+        .status()
+        .expect("python3 runs");
+    assert!(status.success(), "fake_torch.py make {variant} failed");
+    dir
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write temp file");
+    p
+}
+
+/// Write an executable shell script.
+pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = write(dir, name, &format!("#!/bin/sh\n{body}"));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p
 }

@@ -31,7 +31,7 @@ fn the_dumped_table_used_as_override_gives_the_same_lock() {
     let out = envbuild().args(["table", "--toml"]).output().unwrap();
     let table = tmp.path().join("table.toml");
     fs::write(&table, &out.stdout).unwrap();
-    let spec = repo().join("specs/torch29-cu128/envbuild.toml");
+    let spec = root().join("specs/torch29-cu128/envbuild.toml");
     envbuild()
         .arg("--table")
         .arg(&table)
@@ -43,7 +43,7 @@ fn the_dumped_table_used_as_override_gives_the_same_lock() {
         .success();
     assert_eq!(
         fs::read(tmp.path().join("envbuild.lock")).unwrap(),
-        fs::read(repo().join("specs/torch29-cu128/envbuild.lock")).unwrap()
+        fs::read(root().join("specs/torch29-cu128/envbuild.lock")).unwrap()
     );
     // An edited override changes the answer: drop cu128 from 2.9.1.
     let block = "version = \"2.9.1\"\npython = [\"3.10\", \"3.11\", \"3.12\", \"3.13\", \"3.14\"]\nvariants = [\"cu126\", \"cu128\", \"cu130\"]\npypi_default = \"cu128\"";

@@ -1,0 +1,52 @@
+//! `envbuild smoke`: run the embedded smoke test with the user's Python, print the report,
+//! write JUnit XML. Performs I/O (runs a process, writes files, prints).
+
+use crate::cli::{ExpectArg, SmokeArgs};
+use crate::diag::{exit, Failure};
+use crate::smoke::{self, Expectations, Mode};
+use std::io::Write;
+use std::time::Duration;
+
+pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
+    if args.print_script {
+        print!("{}", smoke::SCRIPT);
+        return Ok(exit::OK);
+    }
+    if args.timeout == 0 {
+        return Err(Failure::usage(
+            "--timeout must be at least 1 second",
+            Some("the default is 300".into()),
+        ));
+    }
+    let expectations = match (&args.lock, &args.expect_file) {
+        (Some(lock), _) => crate::expect::expectations_from_lock(&super::read_lock(lock)?),
+        (None, Some(path)) => super::read_expectations(path)?,
+        (None, None) => Expectations::default(),
+    };
+    let mode = match args.expect {
+        ExpectArg::Gpu => Mode::Gpu,
+        ExpectArg::Cpu => Mode::Cpu,
+    };
+    let report = smoke::run_script(
+        &args.python,
+        &expectations,
+        mode,
+        Duration::from_secs(args.timeout),
+    )?;
+    if let Some(path) = &args.junit {
+        let xml = smoke::junit_xml(&report, "envbuild.smoke")?;
+        crate::fsutil::write_atomic(path, xml.as_bytes())?;
+    }
+    let text = if args.json {
+        serde_json::to_string_pretty(&report)
+            .map_err(|e| Failure::bug(format!("cannot print the report: {e}")))?
+            + "\n"
+    } else {
+        smoke::render_table(&report, super::stdout_color())
+    };
+    let mut out = std::io::stdout().lock();
+    // A closed stdout (`| head`) is not worth a panic; the exit code still tells the verdict.
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(report.exit_code())
+}

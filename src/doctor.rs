@@ -1,0 +1,663 @@
+//! `envbuild doctor`'s judgement: given what the host probes found ([`crate::host::HostFacts`])
+//! and, optionally, what a lock's build needs ([`DoctorExpect`]), decide whether the build runs
+//! here (native, minor-version compatibility, driver too old) and carries every GPU's
+//! architecture. This module performs no I/O.
+//!
+//! The container-GPU section is filled by the Docker layer ([`ContainerGpu`]); until it is wired,
+//! the report says "not checked".
+
+use crate::compat::{Os, Table};
+use crate::host::HostFacts;
+use crate::smoke::{render_checks, Check, CheckStatus, Expectations, Verdict};
+use crate::version::{coverage, Cc, Coverage, Version};
+use serde::Serialize;
+
+/// Check codes of `envbuild doctor` (documented in `docs/smoke.md`).
+pub mod codes {
+    pub const OK: &str = "OK";
+    pub const NO_DRIVER: &str = "NO_DRIVER";
+    pub const CUDA_UNKNOWN: &str = "CUDA_UNKNOWN";
+    pub const NO_GPU: &str = "NO_GPU";
+    pub const GPU_CC_UNKNOWN: &str = "GPU_CC_UNKNOWN";
+    pub const DRIVER_NATIVE: &str = "DRIVER_NATIVE";
+    pub const DRIVER_MINOR_COMPAT: &str = "DRIVER_MINOR_COMPAT";
+    pub const DRIVER_TOO_OLD: &str = "DRIVER_TOO_OLD";
+    pub const ARCH_MISSING: &str = "ARCH_MISSING";
+    pub const ARCH_PTX_ONLY: &str = "ARCH_PTX_ONLY";
+    pub const NO_LOCK: &str = "NO_LOCK";
+    pub const CPU_BUILD: &str = "CPU_BUILD";
+    pub const NOT_CHECKED: &str = "NOT_CHECKED";
+    pub const CONTAINER_GPU_UNAVAILABLE: &str = "CONTAINER_GPU_UNAVAILABLE";
+}
+
+/// What a lock's build needs from the host. The lock maps onto this with one function
+/// (`DoctorExpect::from_lock`, added with the lock type); [`DoctorExpect::from_expectations`]
+/// maps the smoke test's expectations, which carry no driver minimums.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DoctorExpect {
+    /// The build's CUDA (`torch.version.cuda`); `None` for a CPU build.
+    pub cuda: Option<Version>,
+    /// The toolkit driver of that CUDA: at or above it the build runs natively.
+    pub driver_native: Option<Version>,
+    /// The family floor for minor-version compatibility (CUDA 11+): below it the build fails.
+    pub driver_floor: Option<Version>,
+    /// Architectures with cubins (`sm_XY`) and with PTX (`compute_XY`).
+    pub cubins: Vec<Cc>,
+    pub ptx: Vec<Cc>,
+}
+
+impl DoctorExpect {
+    /// What a lock says about the host: its CUDA, the native and minor-version drivers, and
+    /// the architectures the build carries.
+    pub fn from_lock(lock: &crate::lock::Lock) -> DoctorExpect {
+        let cc = |list: &[String]| list.iter().filter_map(|a| Cc::parse(a)).collect::<Vec<_>>();
+        DoctorExpect {
+            cuda: Version::parse(&lock.cuda),
+            driver_native: Version::parse(&lock.driver_min),
+            driver_floor: lock.driver_min_compat.as_deref().and_then(Version::parse),
+            cubins: cc(&lock.arch_list),
+            ptx: cc(&lock.ptx),
+        }
+    }
+
+    /// Map the smoke test's expectations (`--expect-file`): CUDA and arch list; the driver floor
+    /// comes from the CUDA family, the native driver from the host's reported CUDA.
+    pub fn from_expectations(e: &Expectations, table: &Table) -> DoctorExpect {
+        let cuda = e.cuda.as_deref().and_then(Version::parse);
+        let (mut cubins, mut ptx) = (Vec::new(), Vec::new());
+        for a in &e.arch_list {
+            if let Some(cc) = Cc::parse(a) {
+                if a.trim().to_ascii_lowercase().starts_with("compute_") {
+                    ptx.push(cc);
+                } else {
+                    cubins.push(cc);
+                }
+            }
+        }
+        DoctorExpect {
+            driver_floor: cuda
+                .as_ref()
+                .and_then(|c| table.family_floor(c.major(), Os::Linux))
+                .map(|f| f.version),
+            cuda,
+            driver_native: None,
+            cubins,
+            ptx,
+        }
+    }
+}
+
+/// Whether containers get a GPU, as the Docker layer finds out (filled in by `docker`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainerGpu {
+    /// The `nvidia` runtime is registered with the engine.
+    pub nvidia_runtime: Option<bool>,
+    /// CDI devices (`nvidia.com/gpu=...`) are registered.
+    pub cdi: Option<bool>,
+    /// A container started with a GPU request saw a GPU: the only definitive answer.
+    pub verified: Option<bool>,
+    pub detail: String,
+}
+
+/// The doctor's report (`--json` prints it).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DoctorReport {
+    pub schema: u32,
+    pub status: Verdict,
+    pub host: HostFacts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect: Option<DoctorExpect>,
+    pub checks: Vec<Check>,
+    pub container_gpu: Option<ContainerGpu>,
+}
+
+impl DoctorReport {
+    pub fn exit_code(&self) -> i32 {
+        match self.status {
+            Verdict::Pass => crate::diag::exit::OK,
+            Verdict::Fail => crate::diag::exit::FAILURE,
+        }
+    }
+}
+
+fn check(name: &str, status: CheckStatus, code: &str, detail: String) -> Check {
+    Check {
+        name: name.to_string(),
+        status,
+        code: code.to_string(),
+        detail,
+        required: true,
+        value: None,
+        unit: None,
+    }
+}
+
+fn optional(mut c: Check) -> Check {
+    c.required = false;
+    c
+}
+
+/// Judge the host. Pure: the same facts give the same report.
+pub fn evaluate(
+    host: &HostFacts,
+    expect: Option<&DoctorExpect>,
+    container_gpu: Option<ContainerGpu>,
+) -> DoctorReport {
+    use CheckStatus::{Fail, Pass, Skip, Warn};
+    let cpu_lock = expect.is_some_and(|e| e.cuda.is_none());
+    let mut checks = Vec::new();
+
+    match &host.driver {
+        Some(d) => checks.push(check(
+            "driver",
+            Pass,
+            codes::OK,
+            format!("NVIDIA driver {d} (from {})", host.driver_source),
+        )),
+        None => {
+            let why = if host.notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", host.notes.join("; "))
+            };
+            let c = check(
+                "driver",
+                if cpu_lock { Warn } else { Fail },
+                codes::NO_DRIVER,
+                format!("no NVIDIA driver found{why}"),
+            );
+            checks.push(if cpu_lock { optional(c) } else { c });
+        }
+    }
+    if host.driver.is_some() {
+        checks.push(match &host.cuda {
+            Some(c) => check(
+                "cuda_driver",
+                Pass,
+                codes::OK,
+                format!(
+                    "the driver supports CUDA up to {c} (from {})",
+                    host.cuda_source
+                ),
+            ),
+            None => optional(check(
+                "cuda_driver",
+                Warn,
+                codes::CUDA_UNKNOWN,
+                "the highest CUDA this driver supports is unknown".to_string(),
+            )),
+        });
+        if host.gpus.is_empty() {
+            checks.push(check(
+                "gpus",
+                if cpu_lock { Warn } else { Fail },
+                codes::NO_GPU,
+                format!(
+                    "the driver is present but lists no GPU (from {})",
+                    host.gpus_source
+                ),
+            ));
+        } else {
+            let list: Vec<String> = host
+                .gpus
+                .iter()
+                .map(|g| match g.cc {
+                    Some(cc) => format!("{}: {} ({})", g.index, g.name, cc.sm()),
+                    None => format!("{}: {} (compute capability unknown)", g.index, g.name),
+                })
+                .collect();
+            let unknown = host.gpus.iter().any(|g| g.cc.is_none());
+            let c = check(
+                "gpus",
+                if unknown { Warn } else { Pass },
+                if unknown {
+                    codes::GPU_CC_UNKNOWN
+                } else {
+                    codes::OK
+                },
+                format!("{} (from {})", list.join("; "), host.gpus_source),
+            );
+            checks.push(if unknown { optional(c) } else { c });
+        }
+    }
+
+    match expect {
+        None => checks.push(optional(check(
+            "lock",
+            Skip,
+            codes::NO_LOCK,
+            "no lock given: pass --expect-file to check a build against this host".to_string(),
+        ))),
+        Some(e) if e.cuda.is_none() => checks.push(optional(check(
+            "driver_compat",
+            Skip,
+            codes::CPU_BUILD,
+            "the lock is a CPU build: no driver needed".to_string(),
+        ))),
+        Some(e) => {
+            checks.push(driver_compat(host, e));
+            if let Some(c) = arch_check(host, e) {
+                checks.push(c);
+            }
+        }
+    }
+
+    checks.push(container_check(container_gpu.as_ref()));
+    let failed = checks.iter().any(|c| c.required && c.status == Fail);
+    DoctorReport {
+        schema: 1,
+        status: if failed { Verdict::Fail } else { Verdict::Pass },
+        host: host.clone(),
+        expect: expect.cloned(),
+        checks,
+        container_gpu,
+    }
+}
+
+/// Native, minor-version compatible, or too old (compat-facts §1.1, §1.2).
+fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
+    let name = "driver_compat";
+    let Some(build) = &e.cuda else {
+        return check(
+            name,
+            CheckStatus::Skip,
+            codes::CPU_BUILD,
+            "CPU build".into(),
+        );
+    };
+    let Some(driver) = &host.driver else {
+        return check(
+            name,
+            CheckStatus::Fail,
+            codes::NO_DRIVER,
+            format!("the lock's CUDA {build} build needs an NVIDIA driver"),
+        );
+    };
+    let native = match (&e.driver_native, &host.cuda) {
+        (Some(n), _) => driver >= n,
+        // The driver's own "CUDA Version" is the highest toolkit it runs natively.
+        (None, Some(max)) => {
+            Version::parse(&max.major_minor()) >= Version::parse(&build.major_minor())
+        }
+        (None, None) => false,
+    };
+    if native {
+        return check(
+            name,
+            CheckStatus::Pass,
+            codes::DRIVER_NATIVE,
+            format!("driver {driver} runs the lock's CUDA {build} build natively"),
+        );
+    }
+    let floor = e.driver_floor.clone();
+    let hint = "update the host driver, or lock an older CUDA";
+    match floor {
+        Some(f) if build.major() >= 11 && driver >= &f => optional(check(
+            name,
+            CheckStatus::Warn,
+            codes::DRIVER_MINOR_COMPAT,
+            format!(
+                "driver {driver} runs the CUDA {build} build through minor-version compatibility \
+                 (floor {f}); code that JIT-compiles newer PTX can fail: {hint}"
+            ),
+        )),
+        Some(f) => check(
+            name,
+            CheckStatus::Fail,
+            codes::DRIVER_TOO_OLD,
+            format!(
+                "driver {driver} is too old for the lock's CUDA {build} build (needs >= {f}): {hint}"
+            ),
+        ),
+        None if e.driver_native.is_none() && host.cuda.is_none() => optional(check(
+            name,
+            CheckStatus::Warn,
+            codes::CUDA_UNKNOWN,
+            format!("cannot tell whether driver {driver} runs CUDA {build}: its CUDA level is unknown"),
+        )),
+        None => check(
+            name,
+            CheckStatus::Fail,
+            codes::DRIVER_TOO_OLD,
+            format!("driver {driver} is too old for the lock's CUDA {build} build: {hint}"),
+        ),
+    }
+}
+
+/// Every GPU must have a cubin, or at least PTX, in the build (`version::coverage`).
+fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
+    let name = "arch_coverage";
+    if host.gpus.is_empty() {
+        return None;
+    }
+    if e.cubins.is_empty() && e.ptx.is_empty() {
+        return Some(optional(check(
+            name,
+            CheckStatus::Skip,
+            codes::NOT_CHECKED,
+            "the lock names no architectures".into(),
+        )));
+    }
+    let (mut missing, mut ptx_only, mut ok) = (Vec::new(), Vec::new(), Vec::new());
+    for g in &host.gpus {
+        let label = format!("{}: {}", g.index, g.name);
+        match g.cc.map(|cc| (cc, coverage(&e.cubins, &e.ptx, cc))) {
+            Some((cc, Coverage::Cubin(c))) => {
+                ok.push(format!("{label} {} via {}", cc.sm(), c.sm()))
+            }
+            Some((cc, Coverage::Ptx(p))) => ptx_only.push(format!(
+                "{label} {} via compute_{}{}",
+                cc.sm(),
+                p.major,
+                p.minor
+            )),
+            Some((cc, Coverage::None)) => missing.push(format!("{label} {}", cc.sm())),
+            None => ptx_only.push(format!("{label} (compute capability unknown)")),
+        }
+    }
+    let carried: Vec<String> = e
+        .cubins
+        .iter()
+        .map(Cc::sm)
+        .chain(
+            e.ptx
+                .iter()
+                .map(|p| format!("compute_{}{}", p.major, p.minor)),
+        )
+        .collect();
+    Some(if !missing.is_empty() {
+        check(
+            name,
+            CheckStatus::Fail,
+            codes::ARCH_MISSING,
+            format!(
+                "the build ({}) has no kernel image for {}: pick a build whose arch list covers it",
+                carried.join(" "),
+                missing.join(", ")
+            ),
+        )
+    } else if !ptx_only.is_empty() {
+        optional(check(
+            name,
+            CheckStatus::Warn,
+            codes::ARCH_PTX_ONLY,
+            format!(
+                "no cubin for {}: PTX is JIT-compiled at first use (slow start) or coverage unknown",
+                ptx_only.join(", ")
+            ),
+        ))
+    } else {
+        check(name, CheckStatus::Pass, codes::OK, ok.join("; "))
+    })
+}
+
+/// The container section: "not checked" until the Docker layer fills it.
+pub fn container_check(c: Option<&ContainerGpu>) -> Check {
+    let name = "container_gpu";
+    match c {
+        None => optional(check(
+            name,
+            CheckStatus::Skip,
+            codes::NOT_CHECKED,
+            "Docker GPU support is not checked by this build".into(),
+        )),
+        Some(c) if c.verified == Some(true) => {
+            check(name, CheckStatus::Pass, codes::OK, c.detail.clone())
+        }
+        Some(c) if c.verified == Some(false) => check(
+            name,
+            CheckStatus::Fail,
+            codes::CONTAINER_GPU_UNAVAILABLE,
+            c.detail.clone(),
+        ),
+        Some(c) => {
+            let registered = c.nvidia_runtime == Some(true) || c.cdi == Some(true);
+            optional(check(
+                name,
+                if registered {
+                    CheckStatus::Pass
+                } else {
+                    CheckStatus::Warn
+                },
+                if registered {
+                    codes::OK
+                } else {
+                    codes::CONTAINER_GPU_UNAVAILABLE
+                },
+                c.detail.clone(),
+            ))
+        }
+    }
+}
+
+/// The human-readable doctor report. Pure; `color` adds ANSI colours.
+pub fn render(report: &DoctorReport, color: bool) -> String {
+    let h = &report.host;
+    let opt = |v: &Option<Version>| v.as_ref().map_or("none".to_string(), |v| v.to_string());
+    let mut out = format!(
+        "NVIDIA driver: {} ({})\nHighest CUDA:  {} ({})\nGPUs:          {}\n",
+        opt(&h.driver),
+        h.driver_source,
+        opt(&h.cuda),
+        h.cuda_source,
+        h.gpus.len()
+    );
+    if let Some(e) = &report.expect {
+        out.push_str(&format!(
+            "Lock's build:  CUDA {}\n",
+            e.cuda
+                .as_ref()
+                .map_or("none (CPU)".to_string(), |c| c.to_string())
+        ));
+    }
+    out.push('\n');
+    out.push_str(&render_checks(&report.checks, color));
+    let verdict = match report.status {
+        Verdict::Pass => "PASS: this host can run the build",
+        Verdict::Fail => "FAIL: see the failed checks above",
+    };
+    out.push_str(&format!("\n{verdict}\n"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::Gpu;
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).unwrap()
+    }
+
+    fn host(driver: Option<&str>, cuda: Option<&str>, gpus: &[(&str, Option<Cc>)]) -> HostFacts {
+        HostFacts {
+            driver: driver.map(v),
+            driver_source: "test".into(),
+            cuda: cuda.map(v),
+            cuda_source: "test".into(),
+            gpus: gpus
+                .iter()
+                .enumerate()
+                .map(|(i, (n, cc))| Gpu {
+                    index: i as u32,
+                    name: n.to_string(),
+                    cc: *cc,
+                    memory_bytes: None,
+                })
+                .collect(),
+            gpus_source: "test".into(),
+            notes: vec![],
+        }
+    }
+
+    fn expect(cuda: &str, arch: &[&str]) -> DoctorExpect {
+        DoctorExpect::from_expectations(
+            &Expectations {
+                cuda: Some(cuda.into()),
+                arch_list: arch.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            },
+            &crate::compat::Table::embedded().unwrap(),
+        )
+    }
+
+    fn find<'a>(r: &'a DoctorReport, name: &str) -> &'a Check {
+        r.checks.iter().find(|c| c.name == name).unwrap()
+    }
+
+    const H100: Option<Cc> = Some(Cc::new(9, 0));
+
+    #[test]
+    fn native_minor_compat_and_too_old() {
+        let e = expect("12.4", &["sm_80", "sm_90"]);
+        let r = evaluate(
+            &host(Some("550.54.15"), Some("12.4"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_NATIVE);
+        assert_eq!(r.status, Verdict::Pass);
+
+        let r = evaluate(
+            &host(Some("535.104.05"), Some("12.2"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        let c = find(&r, "driver_compat");
+        assert_eq!(
+            (c.status, c.code.as_str()),
+            (CheckStatus::Warn, codes::DRIVER_MINOR_COMPAT)
+        );
+        assert_eq!(r.status, Verdict::Pass);
+
+        let r = evaluate(
+            &host(Some("470.82.01"), Some("11.4"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        let c = find(&r, "driver_compat");
+        assert_eq!(
+            (c.status, c.code.as_str()),
+            (CheckStatus::Fail, codes::DRIVER_TOO_OLD)
+        );
+        assert!(c.detail.contains("525.60.13"), "{}", c.detail);
+        assert_eq!(r.status, Verdict::Fail);
+        assert_eq!(r.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_new_major_never_runs_on_an_older_family() {
+        let e = expect("13.0", &["sm_90"]);
+        let r = evaluate(
+            &host(Some("575.57.08"), Some("12.9"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_TOO_OLD);
+    }
+
+    #[test]
+    fn explicit_native_driver_from_the_lock() {
+        let mut e = expect("12.4", &["sm_90"]);
+        e.driver_native = Some(v("550.54.14"));
+        let r = evaluate(
+            &host(Some("550.54.15"), None, &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_NATIVE);
+        let r = evaluate(
+            &host(Some("550.40.07"), None, &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_MINOR_COMPAT);
+    }
+
+    #[test]
+    fn arch_coverage_cubin_ptx_and_missing() {
+        let e = expect("12.8", &["sm_80", "sm_90", "compute_90"]);
+        let h = host(
+            Some("570.133.20"),
+            Some("12.8"),
+            &[("L4", Some(Cc::new(8, 9)))],
+        );
+        assert_eq!(
+            find(&evaluate(&h, Some(&e), None), "arch_coverage").code,
+            codes::OK
+        );
+        let h = host(
+            Some("570.133.20"),
+            Some("12.8"),
+            &[("B200", Some(Cc::new(10, 0)))],
+        );
+        assert_eq!(
+            find(&evaluate(&h, Some(&e), None), "arch_coverage").code,
+            codes::ARCH_PTX_ONLY
+        );
+        let e = expect("12.8", &["sm_80", "sm_90"]);
+        let r = evaluate(&h, Some(&e), None);
+        let c = find(&r, "arch_coverage");
+        assert_eq!(
+            (c.status, c.code.as_str()),
+            (CheckStatus::Fail, codes::ARCH_MISSING)
+        );
+        assert!(c.detail.contains("sm_100"), "{}", c.detail);
+        assert_eq!(r.status, Verdict::Fail);
+    }
+
+    #[test]
+    fn no_driver_fails_alone_but_not_for_a_cpu_lock() {
+        let mut h = host(None, None, &[]);
+        h.notes = vec!["NVML: libnvidia-ml.so.1 is not loadable".into()];
+        let r = evaluate(&h, None, None);
+        let c = find(&r, "driver");
+        assert_eq!(
+            (c.status, c.code.as_str()),
+            (CheckStatus::Fail, codes::NO_DRIVER)
+        );
+        assert!(c.detail.contains("no NVIDIA driver found"));
+        assert!(c.detail.contains("libnvidia-ml"));
+        assert_eq!(r.status, Verdict::Fail);
+        assert_eq!(find(&r, "container_gpu").code, codes::NOT_CHECKED);
+
+        let cpu = DoctorExpect::default();
+        let r = evaluate(&h, Some(&cpu), None);
+        assert_eq!(r.status, Verdict::Pass);
+        assert_eq!(find(&r, "driver_compat").code, codes::CPU_BUILD);
+    }
+
+    #[test]
+    fn container_section_from_the_docker_layer() {
+        let h = host(Some("550.54.15"), Some("12.4"), &[("H100", H100)]);
+        let bad = ContainerGpu {
+            nvidia_runtime: Some(true),
+            cdi: None,
+            verified: Some(false),
+            detail: "a --gpus all container saw no GPU".into(),
+        };
+        let r = evaluate(&h, None, Some(bad));
+        assert_eq!(
+            find(&r, "container_gpu").code,
+            codes::CONTAINER_GPU_UNAVAILABLE
+        );
+        assert_eq!(r.status, Verdict::Fail);
+    }
+
+    #[test]
+    fn expectations_split_cubins_and_ptx() {
+        let e = expect("12.4", &["sm_80", "sm_90a", "compute_90", "bogus"]);
+        assert_eq!(e.cubins, vec![Cc::new(8, 0), Cc::new(9, 0)]);
+        assert_eq!(e.ptx, vec![Cc::new(9, 0)]);
+        assert_eq!(e.driver_floor, Some(v("525.60.13")));
+    }
+
+    #[test]
+    fn render_is_plain_without_color() {
+        let h = host(Some("550.54.15"), Some("12.4"), &[("H100", H100)]);
+        let text = render(&evaluate(&h, None, None), false);
+        assert!(text.contains("NVIDIA driver: 550.54.15 (test)"));
+        assert!(text.contains("PASS"));
+        assert!(!text.contains('\x1b'));
+    }
+}

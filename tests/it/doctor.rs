@@ -1,0 +1,353 @@
+//! `envbuild doctor` through the real binary, with every probe overridden or served from
+//! recorded NVIDIA text (this machine has no GPU).
+
+use crate::support::{envbuild, fixture, root, script, write};
+use predicates::prelude::*;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The binary with NVML, nvidia-smi and /proc pointed at nothing.
+fn doctor() -> assert_cmd::Command {
+    let mut cmd = envbuild();
+    cmd.arg("doctor")
+        .env("ENVBUILD_NO_NVML", "1")
+        .env(
+            "ENVBUILD_NVIDIA_SMI",
+            "/nonexistent/envbuild-test/nvidia-smi",
+        )
+        .env(
+            "ENVBUILD_PROC_DRIVER_VERSION",
+            "/nonexistent/envbuild-test/version",
+        );
+    cmd
+}
+
+fn json_of(cmd: &mut assert_cmd::Command, code: i32) -> Value {
+    let out = cmd
+        .arg("--json")
+        .assert()
+        .code(code)
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn check<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no check {name}: {report:#}"))
+}
+
+fn expect_file(dir: &Path, cuda: &str, arch: &[&str]) -> PathBuf {
+    write(
+        dir,
+        "expect.json",
+        &json!({"cuda": cuda, "arch_list": arch}).to_string(),
+    )
+}
+
+/// A stand-in `nvidia-smi` that prints the recorded banner, or the recorded CSV for queries.
+fn fake_smi(dir: &Path, csv: &str, banner: &str, reject_compute_cap: bool) -> PathBuf {
+    let reject = if reject_compute_cap {
+        "case \"$1\" in *compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.'; exit 2;; esac\n"
+    } else {
+        ""
+    };
+    script(
+        dir,
+        "nvidia-smi",
+        &format!(
+            "{reject}case \"$1\" in --query-gpu=*) cat '{}';; *) cat '{}';; esac\n",
+            fixture(&format!("host/{csv}")).display(),
+            fixture(&format!("host/{banner}")).display()
+        ),
+    )
+}
+
+#[test]
+fn without_a_driver_doctor_says_so_and_exits_1() {
+    doctor()
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("no NVIDIA driver found"))
+        .stdout(predicate::str::contains("NO_DRIVER"))
+        .stdout(predicate::str::contains("libnvidia-ml").not())
+        .stdout(predicate::str::contains("nvidia-smi"));
+}
+
+#[test]
+fn without_any_override_on_this_gpu_less_machine() {
+    if Path::new("/proc/driver/nvidia/version").exists() {
+        eprintln!("skipped: this machine has an NVIDIA driver, the test needs one without");
+        return;
+    }
+    let report = json_of(envbuild().arg("doctor"), 1);
+    let c = check(&report, "driver");
+    assert_eq!(c["code"], "NO_DRIVER");
+    assert!(c["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("no NVIDIA driver found"));
+    assert_eq!(report["status"], "fail");
+    assert_eq!(report["container_gpu"], Value::Null);
+    assert_eq!(check(&report, "container_gpu")["code"], "NOT_CHECKED");
+}
+
+#[test]
+fn overrides_drive_a_native_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = expect_file(dir.path(), "12.4", &["sm_80", "sm_90"]);
+    let report = json_of(
+        doctor()
+            .arg("--expect-file")
+            .arg(&e)
+            .env("ENVBUILD_DRIVER_VERSION", "550.54.15")
+            .env("ENVBUILD_GPUS", "H100,A100"),
+        0,
+    );
+    assert_eq!(report["host"]["driver"], "550.54.15");
+    assert_eq!(report["host"]["cuda"], "12.4");
+    assert_eq!(report["host"]["gpus"][0]["cc"], "9.0");
+    assert_eq!(check(&report, "driver_compat")["code"], "DRIVER_NATIVE");
+    assert_eq!(check(&report, "arch_coverage")["code"], "OK");
+    assert_eq!(report["status"], "pass");
+}
+
+#[test]
+fn minor_version_compatibility_warns_and_too_old_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = expect_file(dir.path(), "12.4", &["sm_90"]);
+    let report = json_of(
+        doctor()
+            .arg("--expect-file")
+            .arg(&e)
+            .env("ENVBUILD_DRIVER_VERSION", "535.104.05")
+            .env("ENVBUILD_GPUS", "9.0"),
+        0,
+    );
+    let c = check(&report, "driver_compat");
+    assert_eq!(
+        (c["status"].as_str(), c["code"].as_str()),
+        (Some("warn"), Some("DRIVER_MINOR_COMPAT"))
+    );
+
+    doctor()
+        .arg("--expect-file")
+        .arg(&e)
+        .env("ENVBUILD_DRIVER_VERSION", "470.82.01")
+        .env("ENVBUILD_GPUS", "9.0")
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("DRIVER_TOO_OLD"))
+        .stdout(predicate::str::contains("525.60.13"));
+}
+
+#[test]
+fn a_gpu_the_build_does_not_carry_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = expect_file(dir.path(), "12.4", &["sm_80", "sm_90"]);
+    doctor()
+        .arg("--expect-file")
+        .arg(&e)
+        .env("ENVBUILD_DRIVER_VERSION", "575.57.08")
+        .env("ENVBUILD_GPUS", "RTX 5090")
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("ARCH_MISSING"))
+        .stdout(predicate::str::contains("sm_120"));
+}
+
+#[test]
+fn nvidia_smi_text_is_parsed_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let smi = fake_smi(
+        dir.path(),
+        "nvidia-smi-query.csv",
+        "nvidia-smi-banner.txt",
+        false,
+    );
+    let report = json_of(doctor().env("ENVBUILD_NVIDIA_SMI", &smi), 0);
+    let host = &report["host"];
+    assert_eq!(host["driver"], "550.54.15");
+    assert_eq!(host["driver_source"], "nvidia-smi");
+    assert_eq!(host["cuda"], "12.4");
+    assert_eq!(host["cuda_source"], "nvidia-smi");
+    assert_eq!(host["gpus"].as_array().unwrap().len(), 2);
+    assert_eq!(host["gpus"][1]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(host["gpus"][1]["cc"], "9.0");
+    assert_eq!(host["gpus"][1]["memory_bytes"], 81559u64 * 1024 * 1024);
+}
+
+#[test]
+fn an_old_nvidia_smi_without_compute_cap_falls_back_to_the_name_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let smi = fake_smi(
+        dir.path(),
+        "nvidia-smi-query-old.csv",
+        "nvidia-smi-banner-old.txt",
+        true,
+    );
+    let e = expect_file(dir.path(), "12.1", &["sm_75", "sm_80"]);
+    let report = json_of(
+        doctor()
+            .env("ENVBUILD_NVIDIA_SMI", &smi)
+            .arg("--expect-file")
+            .arg(&e),
+        1,
+    );
+    assert_eq!(report["host"]["driver"], "470.82.01");
+    assert_eq!(report["host"]["cuda"], "11.4");
+    assert_eq!(report["host"]["gpus"][0]["cc"], "7.5");
+    assert_eq!(check(&report, "driver_compat")["code"], "DRIVER_TOO_OLD");
+    assert_eq!(check(&report, "arch_coverage")["code"], "OK");
+}
+
+#[test]
+fn proc_driver_version_is_the_last_resort() {
+    let report = json_of(
+        doctor().env("ENVBUILD_NVIDIA_SMI", "none").env(
+            "ENVBUILD_PROC_DRIVER_VERSION",
+            fixture("host/proc-driver-version.txt"),
+        ),
+        1,
+    );
+    assert_eq!(report["host"]["driver"], "535.104.05");
+    assert_eq!(report["host"]["cuda"], "12.2");
+    assert_eq!(report["host"]["cuda_source"], "driver branch R535 table");
+    // A driver with no GPU listed is a failure of its own.
+    assert_eq!(check(&report, "gpus")["code"], "NO_GPU");
+}
+
+#[test]
+fn bad_overrides_and_lock_are_usage_errors() {
+    doctor()
+        .env("ENVBUILD_DRIVER_VERSION", "latest")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("ENVBUILD_DRIVER_VERSION"));
+    doctor()
+        .env("ENVBUILD_GPUS", "Voodoo5")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("Voodoo5"))
+        .stderr(predicate::str::contains("hint"));
+    doctor()
+        .args(["--lock", "/nonexistent/envbuild.lock"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("IO_ERROR"));
+}
+
+/// Every doctor code is documented in docs/smoke.md.
+#[test]
+fn every_doctor_code_is_documented() {
+    let docs = std::fs::read_to_string(root().join("docs/smoke.md")).unwrap();
+    let src = std::fs::read_to_string(root().join("src/doctor.rs")).unwrap();
+    let codes: Vec<&str> = src
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub const "))
+        .filter_map(|l| l.split('"').nth(1))
+        .collect();
+    assert!(codes.len() >= 10, "{codes:?}");
+    let missing: Vec<&&str> = codes
+        .iter()
+        .filter(|c| !docs.contains(&format!("`{c}`")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented codes: {missing:?}");
+}
+
+/// Build the stand-in NVML (tests/fixtures/host/fake_nvml.c) into `dir` as libnvidia-ml.so.1;
+/// `None` when this machine has no C compiler.
+fn fake_nvml(dir: &Path) -> Option<PathBuf> {
+    let lib = dir.join("libnvidia-ml.so.1");
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(fixture("host/fake_nvml.c"))
+        .status()
+        .ok()?;
+    status.success().then_some(lib)
+}
+
+#[test]
+fn nvml_is_loaded_at_run_time() {
+    let dir = tempfile::tempdir().unwrap();
+    if fake_nvml(dir.path()).is_none() {
+        eprintln!("skipped: no C compiler (`cc`) to build the stand-in libnvidia-ml.so.1");
+        return;
+    }
+    let mut cmd = doctor();
+    cmd.env_remove("ENVBUILD_NO_NVML")
+        .env("LD_LIBRARY_PATH", dir.path());
+    let report = json_of(&mut cmd, 0);
+    let host = &report["host"];
+    assert_eq!(host["driver"], "550.54.15");
+    assert_eq!(host["driver_source"], "NVML");
+    assert_eq!(host["cuda"], "12.4");
+    assert_eq!(host["gpus"].as_array().unwrap().len(), 2);
+    assert_eq!(host["gpus"][1]["name"], "NVIDIA H100 80GB HBM3");
+    assert_eq!(host["gpus"][1]["cc"], "9.0");
+    assert_eq!(host["gpus"][1]["memory_bytes"], 85520809984u64);
+
+    // A driver that is not loaded: NVML's code is named, and the fallbacks are tried.
+    let mut cmd = doctor();
+    cmd.env_remove("ENVBUILD_NO_NVML")
+        .env("LD_LIBRARY_PATH", dir.path())
+        .env("FAKE_NVML_INIT_RC", "9");
+    cmd.assert()
+        .code(1)
+        .stdout(predicate::str::contains("kernel driver is not loaded"))
+        .stdout(predicate::str::contains("nvidia-smi"));
+}
+
+/// `--lock`: the lock's native driver, minor-version floor and architectures decide.
+#[test]
+fn a_lock_is_checked_against_the_host() {
+    let lock = root().join("specs/torch29-cu128/envbuild.lock");
+    let native = json_of(
+        doctor()
+            .arg("--lock")
+            .arg(&lock)
+            .env("ENVBUILD_DRIVER_VERSION", "570.133.20")
+            .env("ENVBUILD_GPUS", "H100,RTX 5090"),
+        0,
+    );
+    assert_eq!(check(&native, "driver_compat")["code"], "DRIVER_NATIVE");
+    assert_eq!(check(&native, "arch_coverage")["code"], "OK");
+    let minor = json_of(
+        doctor()
+            .arg("--lock")
+            .arg(&lock)
+            .env("ENVBUILD_DRIVER_VERSION", "535.104.05")
+            .env("ENVBUILD_GPUS", "H100"),
+        0,
+    );
+    assert_eq!(
+        check(&minor, "driver_compat")["code"],
+        "DRIVER_MINOR_COMPAT"
+    );
+    let old = json_of(
+        doctor()
+            .arg("--lock")
+            .arg(&lock)
+            .env("ENVBUILD_DRIVER_VERSION", "470.82.01")
+            .env("ENVBUILD_GPUS", "V100"),
+        1,
+    );
+    assert_eq!(check(&old, "driver_compat")["code"], "DRIVER_TOO_OLD");
+    // The 2.9 cu128 wheels carry sm_70, so a V100 is covered; a K80 is not.
+    assert_eq!(check(&old, "arch_coverage")["code"], "OK");
+    let k80 = json_of(
+        doctor()
+            .arg("--lock")
+            .arg(&lock)
+            .env("ENVBUILD_DRIVER_VERSION", "570.133.20")
+            .env("ENVBUILD_GPUS", "K80"),
+        1,
+    );
+    assert_eq!(check(&k80, "arch_coverage")["code"], "ARCH_MISSING");
+}

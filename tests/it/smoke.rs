@@ -1,0 +1,668 @@
+//! `envbuild smoke` and the embedded script, against no torch and every stand-in torch variant.
+
+use crate::support::{envbuild, fake_torch, root, script, write};
+use envbuild::smoke::{CheckStatus, SmokeReport, Verdict, SCRIPT};
+use predicates::prelude::*;
+use serde_json::json;
+use std::path::Path;
+
+/// The lock's expectations that the stand-in's defaults satisfy.
+fn full_expect() -> serde_json::Value {
+    json!({
+        "torch": "2.5.1",
+        "cuda": "12.4",
+        "cudnn": "9.1.0.70",
+        "nccl": "2.21.5",
+        "arch_list": ["sm_80", "sm_90"],
+        "packages": {"torch": "2.5.1"}
+    })
+}
+
+struct Run {
+    report: SmokeReport,
+    code: i32,
+}
+
+impl Run {
+    fn check(&self, name: &str) -> &envbuild::smoke::Check {
+        self.report
+            .checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no check {name} in {:#?}", self.report.checks))
+    }
+
+    fn assert(&self, name: &str, status: CheckStatus, code: &str) -> &envbuild::smoke::Check {
+        let c = self.check(name);
+        assert_eq!(
+            (c.status, c.code.as_str()),
+            (status, code),
+            "{name}: {}",
+            c.detail
+        );
+        c
+    }
+}
+
+/// The schema every report must follow, whatever happened.
+fn assert_schema(r: &SmokeReport, code: i32) {
+    assert_eq!(r.schema, 1);
+    assert!(!r.checks.is_empty());
+    for c in &r.checks {
+        assert!(!c.name.is_empty());
+        assert!(
+            !c.code.is_empty()
+                && c.code
+                    .bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_'),
+            "code {:?}",
+            c.code
+        );
+        assert!(!c.detail.is_empty() && !c.detail.contains('\n'), "{c:?}");
+    }
+    let mut names: Vec<&str> = r.checks.iter().map(|c| c.name.as_str()).collect();
+    names.sort_unstable();
+    let before = names.len();
+    names.dedup();
+    assert_eq!(before, names.len(), "check names are unique");
+    let failed = r
+        .checks
+        .iter()
+        .any(|c| c.required && c.status == CheckStatus::Fail);
+    assert_eq!(r.status, if failed { Verdict::Fail } else { Verdict::Pass });
+    assert_eq!(code, if failed { 1 } else { 0 });
+}
+
+/// `envbuild smoke --json` with the stand-in torch `variant` (None: no torch at all).
+fn smoke(
+    variant: Option<&str>,
+    mode: &str,
+    expect: Option<serde_json::Value>,
+    env: &[(&str, &str)],
+) -> Run {
+    let dir = match variant {
+        Some(v) => fake_torch(v),
+        None => tempfile::tempdir().unwrap(),
+    };
+    let mut cmd = envbuild();
+    cmd.args(["smoke", "--python", "python3", "--json", "--expect", mode])
+        .env("PYTHONPATH", dir.path())
+        // Deterministic probes: this machine has no libcuda and no /dev/nvidia*.
+        .env("ENVBUILD_SMOKE_LIBCUDA", "0")
+        .env("ENVBUILD_SMOKE_DEV_NODES", "0")
+        .env("ENVBUILD_SMOKE_IN_CONTAINER", "0");
+    if let Some(e) = expect {
+        let f = write(dir.path(), "expect.json", &e.to_string());
+        cmd.arg("--expect-file").arg(f);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let code = out.status.code().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let report: SmokeReport = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not a report ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_schema(&report, code);
+    Run { report, code }
+}
+
+const GPU_CHECKS: [&str; 11] = [
+    "devices",
+    "arch_coverage",
+    "matmul",
+    "autocast",
+    "cudnn_conv",
+    "nccl_allreduce",
+    "pinned_copy",
+    "tflops_bf16",
+    "tflops_tf32",
+    "h2d_pinned",
+    "h2d_pageable",
+];
+
+#[test]
+fn no_torch_is_torch_missing_in_both_modes() {
+    for mode in ["gpu", "cpu"] {
+        let r = smoke(None, mode, None, &[]);
+        assert_eq!(r.code, 1);
+        let c = r.assert("torch_import", CheckStatus::Fail, "TORCH_MISSING");
+        assert!(c.detail.contains("not installed"), "{}", c.detail);
+        r.assert("cuda_build", CheckStatus::Skip, "NO_TORCH");
+        for name in GPU_CHECKS {
+            assert_eq!(r.check(name).status, CheckStatus::Skip, "{name}");
+        }
+        assert_eq!(r.report.mode, mode);
+    }
+}
+
+#[test]
+fn a_torch_that_fails_to_import_is_reported_with_its_error() {
+    let r = smoke(Some("import-error"), "gpu", None, &[]);
+    assert_eq!(r.code, 1);
+    let c = r.assert("torch_import", CheckStatus::Fail, "TORCH_IMPORT_ERROR");
+    assert!(c.detail.contains("libcudart.so.12"), "{}", c.detail);
+}
+
+#[test]
+fn a_cpu_build_fails_when_the_lock_expects_cuda() {
+    let r = smoke(Some("cpu"), "cpu", Some(full_expect()), &[]);
+    assert_eq!(r.code, 1);
+    let c = r.assert("cuda_build", CheckStatus::Fail, "TORCH_CPU_BUILD");
+    assert!(
+        c.detail.contains("2.5.1+cpu") && c.detail.contains("12.4"),
+        "{}",
+        c.detail
+    );
+    r.assert("arch_list", CheckStatus::Skip, "NOT_CUDA_BUILD");
+}
+
+#[test]
+fn a_cpu_build_fails_in_gpu_mode_and_only_warns_in_cpu_mode_without_a_lock() {
+    let r = smoke(Some("cpu"), "gpu", None, &[]);
+    assert_eq!(r.code, 1);
+    r.assert("cuda_build", CheckStatus::Fail, "TORCH_CPU_BUILD");
+    r.assert("matmul", CheckStatus::Skip, "NO_CUDA");
+    let r = smoke(Some("cpu"), "cpu", None, &[]);
+    assert_eq!(r.code, 0);
+    r.assert("cuda_build", CheckStatus::Warn, "TORCH_CPU_BUILD");
+}
+
+#[test]
+fn cpu_mode_checks_the_build_without_a_device() {
+    let r = smoke(Some("cuda-no-driver"), "cpu", Some(full_expect()), &[]);
+    assert_eq!(r.code, 0, "{:#?}", r.report.checks);
+    for name in [
+        "python",
+        "torch_import",
+        "torch_version",
+        "cuda_build",
+        "cuda_version",
+        "arch_list",
+        "cudnn_version",
+        "nccl_version",
+        "package:torch",
+    ] {
+        r.assert(name, CheckStatus::Pass, "OK");
+    }
+    r.assert("cuda_available", CheckStatus::Skip, "CPU_MODE");
+    for name in GPU_CHECKS {
+        r.assert(name, CheckStatus::Skip, "CPU_MODE");
+    }
+    // Real torch returns [] from get_arch_list() without a usable device.
+    let env = &r.report.environment;
+    assert_eq!(env["arch_list_source"], "torch._C._cuda_getArchFlags()");
+    assert_eq!(env["cudnn"], "9.1.0");
+    assert_eq!(env["nccl"], "2.21.5");
+    assert_eq!(env["torch"], "2.5.1+cu124");
+}
+
+#[test]
+fn cuda_without_a_driver_is_classified() {
+    let r = smoke(Some("cuda-no-driver"), "gpu", Some(full_expect()), &[]);
+    assert_eq!(r.code, 1);
+    let c = r.assert(
+        "cuda_available",
+        CheckStatus::Fail,
+        "CUDA_UNAVAILABLE_NO_DRIVER",
+    );
+    assert!(c.detail.contains("Found no NVIDIA driver"), "{}", c.detail);
+    for name in GPU_CHECKS {
+        r.assert(name, CheckStatus::Skip, "NO_CUDA");
+    }
+}
+
+#[test]
+fn device_nodes_without_libcuda_mean_the_driver_library_is_missing() {
+    let r = smoke(
+        Some("cuda-no-driver"),
+        "gpu",
+        None,
+        &[("ENVBUILD_SMOKE_DEV_NODES", "1")],
+    );
+    let c = r.assert(
+        "cuda_available",
+        CheckStatus::Fail,
+        "CUDA_UNAVAILABLE_NO_DRIVER",
+    );
+    assert!(c.detail.contains("device nodes exist"), "{}", c.detail);
+}
+
+#[test]
+fn a_container_without_a_gpu_request_is_no_gpu_visible() {
+    let r = smoke(
+        Some("cuda-no-driver"),
+        "gpu",
+        None,
+        &[("ENVBUILD_SMOKE_IN_CONTAINER", "1")],
+    );
+    let c = r.assert("cuda_available", CheckStatus::Fail, "NO_GPU_VISIBLE");
+    assert!(c.detail.contains("--gpus all"), "{}", c.detail);
+}
+
+#[test]
+fn hidden_devices_are_no_gpu_visible() {
+    for (var, value) in [
+        ("NVIDIA_VISIBLE_DEVICES", "void"),
+        ("NVIDIA_VISIBLE_DEVICES", ""),
+        ("CUDA_VISIBLE_DEVICES", "-1"),
+    ] {
+        let r = smoke(Some("cuda-no-driver"), "gpu", None, &[(var, value)]);
+        let c = r.assert("cuda_available", CheckStatus::Fail, "NO_GPU_VISIBLE");
+        assert!(c.detail.contains(var), "{}", c.detail);
+    }
+}
+
+#[test]
+fn a_driver_too_old_is_classified() {
+    let r = smoke(Some("driver-too-old"), "gpu", Some(full_expect()), &[]);
+    let c = r.assert("cuda_available", CheckStatus::Fail, "CUDA_DRIVER_TOO_OLD");
+    assert!(c.detail.contains("found version 11040"), "{}", c.detail);
+}
+
+#[test]
+fn an_unclassified_failure_keeps_the_error_text() {
+    let r = smoke(
+        Some("init-failed"),
+        "gpu",
+        None,
+        &[
+            ("ENVBUILD_SMOKE_LIBCUDA", "1"),
+            ("ENVBUILD_SMOKE_DEV_NODES", "1"),
+        ],
+    );
+    let c = r.assert("cuda_available", CheckStatus::Fail, "CUDA_UNAVAILABLE");
+    assert!(
+        c.detail.contains("CUDA driver initialization failed"),
+        "{}",
+        c.detail
+    );
+}
+
+#[test]
+fn a_replaced_torch_is_version_drift() {
+    let r = smoke(Some("drift"), "cpu", Some(full_expect()), &[]);
+    assert_eq!(r.code, 1);
+    let c = r.assert("torch_version", CheckStatus::Fail, "VERSION_DRIFT");
+    assert!(
+        c.detail.contains("2.6.0+cu124") && c.detail.contains("2.5.1"),
+        "{}",
+        c.detail
+    );
+    let c = r.assert("cudnn_version", CheckStatus::Fail, "VERSION_DRIFT");
+    assert!(c.detail.contains("9.5.1"), "{}", c.detail);
+    r.assert("package:torch", CheckStatus::Fail, "VERSION_DRIFT");
+    // What did not drift still passes.
+    r.assert("cuda_version", CheckStatus::Pass, "OK");
+    r.assert("nccl_version", CheckStatus::Pass, "OK");
+}
+
+#[test]
+fn a_missing_architecture_fails_in_cpu_mode() {
+    let r = smoke(Some("missing-arch"), "cpu", Some(full_expect()), &[]);
+    assert_eq!(r.code, 1);
+    let c = r.assert("arch_list", CheckStatus::Fail, "ARCH_MISSING");
+    assert!(c.detail.contains("sm_90"), "{}", c.detail);
+}
+
+#[test]
+fn other_expectations_drift_too() {
+    let expect = json!({
+        "cuda": "12.1",
+        "nccl": "2.20.5",
+        "python": "2.7",
+        "packages": {"envbuild-no-such-package": "1.0"}
+    });
+    let r = smoke(Some("cuda-no-driver"), "cpu", Some(expect), &[]);
+    assert_eq!(r.code, 1);
+    r.assert("cuda_version", CheckStatus::Fail, "VERSION_DRIFT");
+    r.assert("nccl_version", CheckStatus::Fail, "VERSION_DRIFT");
+    r.assert("python", CheckStatus::Fail, "VERSION_DRIFT");
+    r.assert(
+        "package:envbuild-no-such-package",
+        CheckStatus::Fail,
+        "PACKAGE_MISSING",
+    );
+}
+
+#[test]
+fn too_little_shared_memory_fails_when_the_lock_asks_for_more() {
+    let r = smoke(
+        Some("cuda-no-driver"),
+        "cpu",
+        Some(json!({"min_shm_bytes": 1u64 << 55})),
+        &[],
+    );
+    assert_eq!(r.code, 1);
+    let c = r.assert("shm", CheckStatus::Fail, "SHM_TOO_SMALL");
+    assert!(c.detail.contains("--shm-size"), "{}", c.detail);
+    assert!(c.value.is_some_and(|v| v > 0.0));
+}
+
+#[test]
+fn a_working_gpu_passes_every_check() {
+    let r = smoke(Some("gpu"), "gpu", Some(full_expect()), &[]);
+    assert_eq!(r.code, 0, "{:#?}", r.report.checks);
+    for name in GPU_CHECKS.iter().filter(|n| **n != "nccl_allreduce") {
+        r.assert(name, CheckStatus::Pass, "OK");
+    }
+    r.assert("nccl_allreduce", CheckStatus::Skip, "ONE_GPU");
+    r.assert("cuda_available", CheckStatus::Pass, "OK");
+    let t = r.check("tflops_bf16");
+    assert_eq!(t.unit.as_deref(), Some("TFLOP/s"));
+    assert!(t.value.is_some_and(|v| v > 0.0));
+    assert!(t.detail.contains("nominal dense peak 989"), "{}", t.detail);
+    assert_eq!(r.report.environment["devices"][0]["cc"], "9.0");
+    assert_eq!(
+        r.report.environment["arch_list_source"],
+        "torch.cuda.get_arch_list()"
+    );
+}
+
+#[test]
+fn two_gpus_run_the_nccl_all_reduce() {
+    let r = smoke(Some("gpu-2"), "gpu", None, &[]);
+    assert_eq!(r.code, 0);
+    r.assert("nccl_allreduce", CheckStatus::Pass, "OK");
+}
+
+#[test]
+fn a_wrong_matmul_fails() {
+    let r = smoke(Some("matmul-wrong"), "gpu", None, &[]);
+    assert_eq!(r.code, 1);
+    r.assert("matmul", CheckStatus::Fail, "MATMUL_WRONG");
+}
+
+#[test]
+fn a_device_the_build_does_not_cover_fails() {
+    let r = smoke(Some("gpu-uncovered"), "gpu", None, &[]);
+    assert_eq!(r.code, 1);
+    let c = r.assert("arch_coverage", CheckStatus::Fail, "ARCH_MISSING");
+    assert!(c.detail.contains("sm_120"), "{}", c.detail);
+}
+
+#[test]
+fn the_table_and_junit_outputs() {
+    let dir = fake_torch("cuda-no-driver");
+    let junit = dir.path().join("out/smoke.xml");
+    envbuild()
+        .args(["smoke", "--python", "python3", "--junit"])
+        .arg(&junit)
+        .env("PYTHONPATH", dir.path())
+        .env("ENVBUILD_SMOKE_LIBCUDA", "0")
+        .env("ENVBUILD_SMOKE_DEV_NODES", "0")
+        .env("ENVBUILD_SMOKE_IN_CONTAINER", "0")
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("FAIL  cuda_available"))
+        .stdout(predicate::str::contains("CUDA_UNAVAILABLE_NO_DRIVER"))
+        .stdout(predicate::str::contains("torch 2.5.1+cu124"))
+        .stdout(predicate::str::contains("\nFAIL: "))
+        .stdout(predicate::str::contains("\x1b").not());
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"<testcase name="cuda_available" classname="envbuild.smoke">"#),
+        "{xml}"
+    );
+    assert!(
+        xml.contains(r#"type="CUDA_UNAVAILABLE_NO_DRIVER""#),
+        "{xml}"
+    );
+    assert!(xml.contains(r#"<testcase name="matmul""#), "{xml}");
+}
+
+#[test]
+fn cli_errors_have_codes_and_exit_codes() {
+    envbuild()
+        .args(["smoke", "--lock", "/nonexistent/envbuild.lock"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("IO_ERROR"));
+    envbuild()
+        .args(["smoke", "--lock", "a.lock", "--expect-file", "b.json"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+    envbuild()
+        .args(["smoke", "--python", "/nonexistent/envbuild-test/python3"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("SMOKE_PYTHON_NOT_FOUND"));
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "e.json", r#"{"torch": 2.5}"#);
+    envbuild()
+        .args(["smoke", "--expect-file"])
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("INVALID_EXPECTATIONS"));
+    envbuild()
+        .args([
+            "smoke",
+            "--expect-file",
+            "/nonexistent/envbuild-test/e.json",
+        ])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("IO_ERROR"));
+    envbuild()
+        .args(["smoke", "--expect", "tpu"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_python_that_prints_no_report_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let py = script(
+        dir.path(),
+        "python",
+        "echo 'Segmentation fault' >&2\nexit 139\n",
+    );
+    envbuild()
+        .args(["smoke", "--python"])
+        .arg(&py)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("SMOKE_BAD_OUTPUT"))
+        .stderr(predicate::str::contains("Segmentation fault"));
+}
+
+#[test]
+fn print_script_prints_the_embedded_script() {
+    let out = envbuild()
+        .args(["smoke", "--print-script"])
+        .assert()
+        .code(0)
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(String::from_utf8(out).unwrap(), SCRIPT);
+}
+
+/// Run the script file directly, as images do.
+fn run_script_directly(args: &[&str], pythonpath: &Path) -> (i32, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(dir.path(), "envbuild_smoke.py", SCRIPT);
+    let out = std::process::Command::new("python3")
+        .arg(&s)
+        .args(args)
+        .env("PYTHONPATH", pythonpath)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let doc = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (out.status.code().unwrap(), doc)
+}
+
+#[test]
+fn the_script_reports_usage_errors_as_json_with_exit_2() {
+    let empty = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let not_json = write(dir.path(), "a.json", "{torch: 2.5.1}");
+    let wrong_type = write(dir.path(), "b.json", r#"{"arch_list": "sm_90"}"#);
+    let not_object = write(dir.path(), "c.json", "[1, 2]");
+    let cases: Vec<Vec<String>> = vec![
+        vec!["--mode".into(), "tpu".into()],
+        vec!["--bogus".into()],
+        vec!["--expect".into()],
+        vec![
+            "--expect".into(),
+            "/nonexistent/envbuild-test/e.json".into(),
+        ],
+        vec!["--expect".into(), not_json.display().to_string()],
+        vec!["--expect".into(), wrong_type.display().to_string()],
+        vec!["--expect".into(), not_object.display().to_string()],
+    ];
+    for args in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, doc) = run_script_directly(&args, empty.path());
+        assert_eq!(code, 2, "{args:?}");
+        assert_eq!(doc["status"], "fail");
+        assert_eq!(doc["checks"][0]["code"], "USAGE", "{args:?}");
+        let _: SmokeReport = serde_json::from_value(doc).unwrap();
+    }
+}
+
+#[test]
+fn the_script_runs_directly_with_an_expect_file_and_no_throughput() {
+    let torch = fake_torch("gpu");
+    let dir = tempfile::tempdir().unwrap();
+    let e = write(dir.path(), "expect.json", &full_expect().to_string());
+    let (code, doc) = run_script_directly(
+        &[
+            "--expect",
+            e.to_str().unwrap(),
+            "--mode=gpu",
+            "--no-throughput",
+        ],
+        torch.path(),
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    let report: SmokeReport = serde_json::from_value(doc).unwrap();
+    let t = report
+        .checks
+        .iter()
+        .find(|c| c.name == "tflops_bf16")
+        .unwrap();
+    assert_eq!(
+        (t.status, t.code.as_str()),
+        (CheckStatus::Skip, "NOT_REQUESTED")
+    );
+}
+
+/// Every code the script can emit is documented in docs/smoke.md.
+#[test]
+fn every_script_code_is_documented() {
+    let docs = std::fs::read_to_string(root().join("docs/smoke.md")).unwrap();
+    let mut codes = Vec::new();
+    for piece in SCRIPT.split('"').skip(1).step_by(2) {
+        let is_code = piece.len() >= 2
+            && piece.as_bytes()[0].is_ascii_uppercase()
+            && piece
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            && (piece.contains('_') || piece == "OK" || piece == "USAGE");
+        let is_env = piece.starts_with("ENVBUILD_") || piece.ends_with("_VISIBLE_DEVICES");
+        if is_code && !is_env {
+            codes.push(piece);
+        }
+    }
+    assert!(codes.contains(&"TORCH_MISSING") && codes.contains(&"SHM_TOO_SMALL"));
+    let missing: Vec<&&str> = codes
+        .iter()
+        .filter(|c| !docs.contains(&format!("`{c}`")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented codes: {missing:?}");
+}
+
+/// With a real torch (a CUDA wheel; no GPU needed), point ENVBUILD_TEST_PYTHON_WITH_TORCH at
+/// its interpreter. Checked with torch 2.5.1+cu124 from PyPI on a GPU-less machine.
+#[test]
+fn real_torch_when_one_is_available() {
+    let Ok(python) = std::env::var("ENVBUILD_TEST_PYTHON_WITH_TORCH") else {
+        eprintln!("skipped: set ENVBUILD_TEST_PYTHON_WITH_TORCH to a python with a CUDA torch");
+        return;
+    };
+    let out = envbuild()
+        .args(["smoke", "--json", "--expect", "cpu", "--python", &python])
+        .output()
+        .unwrap();
+    let report: SmokeReport = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&report, out.status.code().unwrap());
+    let arch = report
+        .checks
+        .iter()
+        .find(|c| c.name == "arch_list")
+        .unwrap();
+    assert_eq!(arch.status, CheckStatus::Pass, "{}", arch.detail);
+    assert!(report.environment["arch_list"]
+        .as_array()
+        .is_some_and(|a| !a.is_empty()));
+    assert!(report.environment["cudnn"].is_string());
+
+    // In gpu mode on a machine without a GPU, the reason is classified, never "unknown".
+    if !Path::new("/dev/nvidia0").exists() {
+        let out = envbuild()
+            .args(["smoke", "--json", "--python", &python])
+            .output()
+            .unwrap();
+        let report: SmokeReport = serde_json::from_slice(&out.stdout).unwrap();
+        let c = report
+            .checks
+            .iter()
+            .find(|c| c.name == "cuda_available")
+            .unwrap();
+        assert!(
+            ["CUDA_UNAVAILABLE_NO_DRIVER", "NO_GPU_VISIBLE"].contains(&c.code.as_str()),
+            "{c:?}"
+        );
+        assert!(c.detail.contains("Found no NVIDIA driver"), "{}", c.detail);
+        assert_eq!(out.status.code(), Some(1));
+    }
+}
+
+/// `--lock` checks against the lock's own expectations: the CPU-only stand-in fails a lock that
+/// expects CUDA 11.8, and a stand-in built for the lock's torch/CUDA passes the cpu-mode checks.
+#[test]
+fn lock_expectations_drive_the_checks() {
+    let lock = root().join("specs/torch-gpu-env/envbuild.lock");
+    let run = |variant: &str| {
+        let dir = fake_torch(variant);
+        let out = envbuild()
+            .args([
+                "smoke", "--python", "python3", "--json", "--expect", "cpu", "--lock",
+            ])
+            .arg(&lock)
+            .env("PYTHONPATH", dir.path())
+            .env("ENVBUILD_SMOKE_LIBCUDA", "0")
+            .env("ENVBUILD_SMOKE_DEV_NODES", "0")
+            .env("ENVBUILD_SMOKE_IN_CONTAINER", "0")
+            .output()
+            .unwrap();
+        let report: SmokeReport = serde_json::from_slice(&out.stdout).unwrap();
+        assert_schema(&report, out.status.code().unwrap());
+        Run {
+            report,
+            code: out.status.code().unwrap(),
+        }
+    };
+    let cpu = run("cpu");
+    assert_eq!(cpu.code, 1);
+    cpu.assert("cuda_build", CheckStatus::Fail, "TORCH_CPU_BUILD");
+    // The default stand-in is torch 2.5.1 for CUDA 12.4: the 11.8 lock catches the drift.
+    let cuda = run("cuda-no-driver");
+    assert_eq!(cuda.code, 1);
+    assert!(
+        cuda.report
+            .checks
+            .iter()
+            .any(|c| c.code == "VERSION_DRIFT" && c.detail.contains("11.8")),
+        "{:#?}",
+        cuda.report.checks
+    );
+}
