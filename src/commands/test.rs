@@ -22,8 +22,8 @@ pub fn read_expect_file(path: &Path) -> Result<Expectations, Failure> {
     Expectations::from_json(&text, &path.display().to_string())
 }
 
-pub fn run(table: &crate::compat::Table, args: TestArgs) -> Result<i32, Failure> {
-    let _ = table;
+/// `envbuild test IMAGE`. The table is not needed: a lock is only read, never resolved.
+pub fn run(_table: &crate::compat::Table, args: TestArgs) -> Result<i32, Failure> {
     let expectations = match (&args.lock, &args.expect) {
         (Some(lock), _) => Some(expectations_from_lock_file(lock)?),
         (None, Some(path)) => Some(read_expect_file(path)?),

@@ -137,6 +137,19 @@ pub async fn connect() -> Result<Engine, Failure> {
     }
 }
 
+/// The OCI runtimes the engine has registered (`runc`, `nvidia`, ...), sorted. Only a hint:
+/// whether `--gpus` works is only known by starting a container with the request.
+pub async fn runtimes(engine: &Engine) -> Result<Vec<String>, Failure> {
+    let info = engine
+        .docker
+        .info()
+        .await
+        .map_err(|e| engine_error("cannot read the engine's info", &e))?;
+    let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+    names.sort();
+    Ok(names)
+}
+
 /// An engine call failed in a way envbuild has no specific advice for.
 pub(crate) fn engine_error(what: &str, err: &bollard::errors::Error) -> Failure {
     Failure::one(

@@ -35,6 +35,12 @@ pub fn skip_or_fail(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
+/// Skip for a reason that is not a missing engine (so also in CI), saying why.
+pub fn skip_because(test: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
 /// A test's hold on the engine: the serialising lock, a runtime and a connection.
 pub struct Docker {
     _guard: MutexGuard<'static, ()>,
