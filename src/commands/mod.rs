@@ -3,6 +3,7 @@
 
 mod import;
 mod lock;
+mod render;
 mod table;
 
 use crate::cli::{Cli, Command};
@@ -20,6 +21,8 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Lock(args) => lock::run(&table, &args),
         Command::ShowTable(args) => table::run(&table, &args),
         Command::Import(args) => import::run(&table, &args),
+        Command::Render(args) => render::run(&table, &args),
+        Command::Templates(cmd) => render::templates(&cmd),
         other => Err(Failure::bug(format!(
             "command {other:?} is not wired up in this build"
         ))),
