@@ -461,7 +461,9 @@ fn conda_pinned(spec: &str) -> bool {
     };
     let version = rest.trim_start_matches('=').split('=').next().unwrap_or("");
     !name.is_empty()
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         && version.starts_with(|c: char| c.is_ascii_digit())
         && !version.contains(['>', '<', '*', ',', '|', ' '])
 }
