@@ -937,3 +937,75 @@ fn cli_templates_dump_refuses_to_overwrite_without_force() {
         std::fs::read(b.join("Dockerfile")).expect("b")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Options no example spec uses
+
+#[test]
+fn runtime_only_wheels_and_digest() {
+    let mut lock = lock_of("torch29-cu128");
+    lock.image.variants = vec![envbuild::spec::Variant::Runtime];
+    lock.image.wheels = Some("wheels".into());
+    lock.image.base_digest = Some(format!("sha256:{}", "ab".repeat(32)));
+    let r = render_default(&lock);
+    let df = r.text("Dockerfile").expect("Dockerfile");
+    let stages = check_dockerfile(df, &r, &lock);
+    assert!(
+        stages.iter().all(|s| s.name != "dev"),
+        "dev without the variant"
+    );
+    assert!(!r.files.contains_key("envbuild/dev-entrypoint.sh"));
+    assert!(!r.files.contains_key("envbuild/sshd_config"));
+    assert!(df.contains(&format!(
+        "FROM python:3.12-slim-bookworm@sha256:{} AS base",
+        "ab".repeat(32)
+    )));
+    assert!(df.contains("org.opencontainers.image.base.digest="));
+    // Local wheels: copied late (runtime stage, after the environment), installed offline.
+    let runtime = stages
+        .iter()
+        .find(|s| s.name == "runtime")
+        .expect("runtime");
+    assert!(runtime
+        .instrs
+        .iter()
+        .any(|(i, a)| i == "COPY" && a.starts_with("wheels/ ")));
+    assert!(df.contains("--no-index --find-links /tmp/envbuild/wheels"));
+    assert!(r
+        .text(".dockerignore")
+        .expect("ignore")
+        .contains("\n!wheels/\n"));
+    assert_eq!(
+        envbuild::render::extra_context_dirs(&lock),
+        vec!["wheels".to_string()]
+    );
+    let run = r.text("run/docker-run.sh").expect("run");
+    assert!(run.contains(":runtime-") && !run.contains("JUPYTER_TOKEN"));
+    let pod = yaml(r.text("run/pod.yaml").expect("pod"));
+    assert!(pod["spec"]["containers"][0]["env"].is_null());
+}
+
+#[test]
+fn nvidia_require_cuda_follows_the_driver_mode() {
+    let require = |lock: &Lock| {
+        render_default(lock)
+            .text("Dockerfile")
+            .expect("Dockerfile")
+            .lines()
+            .find_map(|l| l.strip_prefix("ENV NVIDIA_REQUIRE_CUDA="))
+            .map(str::to_string)
+    };
+    // Native: the lock's own CUDA.
+    assert_eq!(
+        require(&lock_of("torch29-cu128")).as_deref(),
+        Some("\"cuda>=12.8\"")
+    );
+    // The target driver runs it through minor-version compatibility: the major's floor.
+    let cf = lock_of("conda-forge-torch210");
+    assert_eq!(cf.driver_mode.as_deref(), Some("minor-compat"));
+    assert_eq!(require(&cf).as_deref(), Some("\"cuda>=12.0\""));
+    // Forward compatibility: no requirement (it would refuse exactly the hosts meant to run it).
+    let mut fwd = lock_of("torch29-cu128");
+    fwd.driver_mode = Some("forward-compat".into());
+    assert_eq!(require(&fwd), None);
+}
