@@ -11,6 +11,9 @@
 # `date +%s%N` (mean over RUNS runs). Usage: bench/render.sh [RUNS]   (default 200)
 set -eu
 cd "$(dirname "$0")/.."
+# The machine's load matters on small VMs (other builds share the cores): it is printed with the
+# figures so a slow run can be told from a slow binary.
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown), cores: $(nproc 2>/dev/null || echo ?)"
 RUNS="${1:-200}"
 cargo build --release --quiet
 BIN="$PWD/target/release/envbuild"
@@ -29,7 +32,7 @@ for dir in specs/*/; do
             python3 - "$OUT/h.json" "$label" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
-print(f"{sys.argv[2]:45s} mean {r['mean']*1e3:6.2f} ms  stddev {r['stddev']*1e3:5.2f} ms  max {r['max']*1e3:6.2f} ms  (hyperfine, {len(r['times'])} runs)")
+print(f"{sys.argv[2]:40s} mean {r['mean']*1e3:6.2f} ms  median {r['median']*1e3:6.2f} ms  min {r['min']*1e3:6.2f} ms  max {r['max']*1e3:6.2f} ms  (hyperfine, {len(r['times'])} runs)")
 PY
         else
             "$BIN" render "$input" --out "$OUT/r" 2>/dev/null

@@ -532,4 +532,43 @@ mod tests {
         assert_eq!(conda_name("python=3.12"), "python");
         assert_eq!(conda_name("pip"), "pip");
     }
+
+    #[test]
+    fn an_embedded_template_error_is_a_bug_a_user_one_is_not() {
+        let e = minijinja::Error::new(minijinja::ErrorKind::UndefinedError, "x is undefined");
+        let bug = template_failure("Dockerfile.j2", &e, &RenderOptions::default());
+        assert_eq!(bug.exit_code, crate::diag::exit::USAGE);
+        assert_eq!(bug.diagnostics[0].code, crate::diag::codes::INTERNAL);
+        assert!(bug.to_string().contains("envbuild bug"), "{bug}");
+        let user = template_failure(
+            "Dockerfile.j2",
+            &e,
+            &RenderOptions {
+                templates_dir: Some("tpl".into()),
+            },
+        );
+        assert_eq!(user.exit_code, crate::diag::exit::FAILURE);
+        assert_eq!(user.diagnostics[0].code, codes::TEMPLATE_ERROR);
+    }
+
+    /// Every embedded template renders with the context of a real lock (strict undefined).
+    #[test]
+    fn embedded_templates_render_every_branch() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let mut lock = Lock::from_toml(text).expect("lock");
+        for (ssh, wheels, mode) in [
+            (true, None, None),
+            (
+                false,
+                Some("wheels".to_string()),
+                Some("forward-compat".to_string()),
+            ),
+        ] {
+            lock.image.ssh = ssh;
+            lock.image.wheels = wheels;
+            lock.driver_mode = mode;
+            let r = render(&lock, &RenderOptions::default()).expect("render");
+            assert_eq!(r.files.contains_key("envbuild/sshd_config"), ssh);
+        }
+    }
 }
