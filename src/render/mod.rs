@@ -410,6 +410,12 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
             && s.chars()
                 .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
     };
+    // Every string anywhere in the lock (GPU names and the target driver reach the metadata
+    // comment of environment.yml, for instance) is checked for line breaks and length first.
+    match serde_json::to_value(lock) {
+        Ok(v) => walk_strings("", &v, &mut |path, s| check(path, s, true, "")),
+        Err(e) => return Err(Failure::bug(format!("cannot inspect the lock: {e}"))),
+    }
     check(
         "name",
         &lock.name,
@@ -462,6 +468,9 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
         word(&lock.driver_min, "."),
         "a driver version",
     );
+    if let Some(d) = &lock.driver_min_compat {
+        check("driver_min_compat", d, word(d, "."), "a driver version");
+    }
     let img = &lock.image;
     check(
         "image.base",
@@ -509,10 +518,37 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
         let ok = word(w, "._-/") && !w.starts_with('/') && !w.split('/').any(|s| s == "..");
         check("image.wheels", w, ok, "a relative directory path");
     }
+    // The generic walk and a field's own check may both report one value: keep the first.
+    let mut seen = std::collections::BTreeSet::new();
+    bad.retain(|d| seen.insert(d.message.clone()));
     if bad.is_empty() {
         Ok(())
     } else {
         Err(Failure::new(bad))
+    }
+}
+
+/// Call `f(dotted.path, string)` for every string in a JSON value, keys included.
+fn walk_strings(path: &str, v: &serde_json::Value, f: &mut dyn FnMut(&str, &str)) {
+    match v {
+        serde_json::Value::String(s) => f(path, s),
+        serde_json::Value::Array(items) => {
+            for item in items {
+                walk_strings(path, item, f);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                f(&p, k);
+                walk_strings(&p, item, f);
+            }
+        }
+        _ => {}
     }
 }
 

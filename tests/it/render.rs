@@ -1009,3 +1009,27 @@ fn nvidia_require_cuda_follows_the_driver_mode() {
     fwd.driver_mode = Some("forward-compat".into());
     assert_eq!(require(&fwd), None);
 }
+
+#[test]
+fn line_breaks_anywhere_in_the_lock_are_refused() {
+    // Free-text fields that only reach comments (the environment.yml metadata line) are checked
+    // too: PyYAML, which conda uses, reads U+2028 as a line break even inside a comment.
+    let benign = lock_of("torch29-cu128");
+    for v in [
+        "A100\u{2028}kind: Secret",
+        "A100\nkind: Secret",
+        "A100\u{85}x",
+    ] {
+        let mut lock = benign.clone();
+        lock.gpus[0].input = v.to_string();
+        let err = render(&lock, &RenderOptions::default()).expect_err(v);
+        assert_eq!(err.diagnostics[0].code, "UNSAFE_VALUE");
+        assert!(err.diagnostics[0].message.contains("gpus.input"), "{err}");
+        let mut lock = benign.clone();
+        lock.driver_target = Some(v.to_string());
+        assert!(render(&lock, &RenderOptions::default()).is_err(), "{v:?}");
+    }
+    let mut lock = benign.clone();
+    lock.driver_min_compat = Some("525$(id)".into());
+    assert!(render(&lock, &RenderOptions::default()).is_err());
+}
