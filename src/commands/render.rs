@@ -65,26 +65,40 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
             .unwrap_or_else(|| Path::new("."))
             .join("render"),
     };
+    // Files whose bytes are already on disk are left alone: re-rendering an unchanged lock
+    // writes (and fsyncs) nothing, and keeps mtimes, so tools keyed on them see no change.
     let files: Vec<(PathBuf, Vec<u8>)> = rendered
         .files
         .iter()
         .map(|(rel, bytes)| (out.join(rel), bytes.clone()))
+        .filter(|(path, bytes)| std::fs::read(path).ok().as_ref() != Some(bytes))
         .collect();
     crate::fsutil::write_all_atomic(&files)?;
-    make_scripts_executable(&out, &rendered);
-    eprintln!("wrote {} files to {}", rendered.files.len(), out.display());
+    set_modes(&files)?;
+    eprintln!(
+        "rendered {} files into {} ({} changed)",
+        rendered.files.len(),
+        out.display(),
+        files.len()
+    );
     Ok(exit::OK)
 }
 
-/// The run snippet and entrypoint are scripts; a failure here is cosmetic (`sh FILE` works).
-fn make_scripts_executable(out: &Path, rendered: &crate::render::Rendered) {
+/// Atomic writes go through private temporary files (mode 0600). A build context keeps file
+/// modes, and the image's non-root user must read the smoke test and the entrypoint, so rendered
+/// files get 0644, scripts 0755.
+fn set_modes(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
     #[cfg(unix)]
-    for rel in rendered.files.keys().filter(|k| k.ends_with(".sh")) {
+    for (path, _) in files {
         use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(out.join(rel), std::fs::Permissions::from_mode(0o755));
+        let script = path.extension().is_some_and(|e| e == "sh");
+        let mode = if script { 0o755 } else { 0o644 };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .map_err(|e| Failure::io(path, &e))?;
     }
     #[cfg(not(unix))]
-    let _ = (out, rendered);
+    let _ = files;
+    Ok(())
 }
 
 pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {

@@ -819,6 +819,35 @@ fn cli_renders_a_spec_and_a_lock_to_the_same_files() {
     };
     let (fa, fb) = (list(&a), list(&b));
     assert_eq!(fa, fb);
+    // Readable by the image's non-root user (the build context keeps modes); scripts runnable.
+    #[cfg(unix)]
+    for rel in fa.keys() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(a.join(rel))
+            .expect("meta")
+            .permissions()
+            .mode()
+            & 0o777;
+        let want = if rel.ends_with(".sh") { 0o755 } else { 0o644 };
+        assert_eq!(mode, want, "{rel}");
+    }
+    // Re-rendering an unchanged lock rewrites nothing (mtimes stay).
+    let before = std::fs::metadata(a.join("Dockerfile"))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    envbuild()
+        .arg("render")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&a)
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("(0 changed)"));
+    let after = std::fs::metadata(a.join("Dockerfile"))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    assert_eq!(before, after);
     let expected: BTreeSet<&str> = [
         ".dockerignore",
         "Dockerfile",
