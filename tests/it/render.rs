@@ -1062,3 +1062,22 @@ fn line_breaks_anywhere_in_the_lock_are_refused() {
     lock.driver_min_compat = Some("525$(id)".into());
     assert!(render(&lock, &RenderOptions::default()).is_err());
 }
+
+#[test]
+fn cli_writes_nothing_when_the_spec_does_not_resolve() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let spec = tmp.path().join("envbuild.toml");
+    // The pytorch conda channel stopped at 2.5.1: resolving 2.6 there is a user error.
+    std::fs::write(
+        &spec,
+        "name = \"x\"\npython = \"3.10\"\npytorch = \"2.6.0\"\npytorch-cuda = \"11.8\"\nchannels = [\"pytorch\", \"nvidia\"]\n",
+    )
+    .expect("write");
+    envbuild()
+        .arg("render")
+        .arg(&spec)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("CHANNEL_DISCONTINUED"));
+    assert!(!tmp.path().join("render").exists());
+}
