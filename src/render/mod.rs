@@ -100,6 +100,7 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     check_lock_values(lock)?;
     let ctx = Ctx::from_lock(lock)?;
     let (is_conda, has_dev, ssh) = (ctx.is_conda, ctx.has_dev, ctx.ssh);
+    let install_jupyter = has_dev && !ctx.jupyter_in_env;
     let env = templates::environment(opts.templates_dir.clone())
         .map_err(|e| Failure::bug(format!("cannot set up the template engine: {e:#}")))?;
     let ctx = minijinja::Value::from(minijinja::value::Serde(&ctx));
@@ -122,6 +123,9 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
         put("dev-entrypoint.sh.j2", "envbuild/dev-entrypoint.sh")?;
         if ssh {
             put("sshd_config.j2", "envbuild/sshd_config")?;
+        }
+        if install_jupyter {
+            put("constraints.txt.j2", "envbuild/constraints.txt")?;
         }
     }
     put("docker-run.sh.j2", "run/docker-run.sh")?;
@@ -197,6 +201,9 @@ struct Ctx {
     has_dev: bool,
     jupyterlab: String,
     jupyter_in_env: bool,
+    /// `name==version` of every locked package (python aside): pip constraints for installing
+    /// dev tools, so JupyterLab's dependencies can never move a locked package.
+    constraints: Vec<String>,
     ssh: bool,
     ssh_port: u16,
     port: u16,
@@ -300,6 +307,12 @@ impl Ctx {
             has_dev,
             jupyterlab: lock.image.jupyterlab.clone(),
             jupyter_in_env: lock.packages.contains_key("jupyterlab"),
+            constraints: lock
+                .packages
+                .iter()
+                .filter(|(name, version)| *name != "python" && pep440_like(version))
+                .map(|(name, version)| format!("{name}=={version}"))
+                .collect(),
             ssh: lock.image.ssh,
             ssh_port: SSH_PORT,
             port: lock.image.port,
@@ -321,6 +334,13 @@ impl Ctx {
             label_variant: LABEL_VARIANT,
         })
     }
+}
+
+/// Versions pip can read as `==` pins (conda build-style strings such as `1.0_1` are left out).
+fn pep440_like(v: &str) -> bool {
+    v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+!".contains(c))
 }
 
 /// The package name of a conda match spec: `conda-forge::pytorch==2.1=cuda*` -> `pytorch`.

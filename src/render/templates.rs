@@ -31,6 +31,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../templates/dev-entrypoint.sh.j2"),
     ),
     (
+        "constraints.txt.j2",
+        include_str!("../../templates/constraints.txt.j2"),
+    ),
+    (
         "sshd_config.j2",
         include_str!("../../templates/sshd_config.j2"),
     ),

@@ -985,6 +985,7 @@ fn runtime_only_wheels_and_digest() {
     );
     assert!(!r.files.contains_key("envbuild/dev-entrypoint.sh"));
     assert!(!r.files.contains_key("envbuild/sshd_config"));
+    assert!(!r.files.contains_key("envbuild/constraints.txt"));
     assert!(df.contains(&format!(
         "FROM python:3.12-slim-bookworm@sha256:{} AS base",
         "ab".repeat(32)
