@@ -78,10 +78,76 @@ pub fn write_all_atomic(files: &[(std::path::PathBuf, Vec<u8>)]) -> Result<(), F
         std::fs::create_dir_all(dir).map_err(|e| Failure::io(dir, &e))?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Failure::io(dir, &e))?;
         tmp.write_all(contents).map_err(|e| Failure::io(path, &e))?;
+        set_mode(tmp.as_file(), path).map_err(|e| Failure::io(path, &e))?;
         staged.push((tmp, path));
     }
     for (tmp, path) in staged {
         tmp.persist(path).map_err(|e| Failure::io(path, &e.error))?;
     }
     Ok(())
+}
+
+/// Temporary files are private (0600); what envbuild writes is meant to be read (a build
+/// context keeps modes, and the image's non-root user reads the smoke test): 0644, and 0755 for
+/// shell scripts.
+fn set_mode(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let script = path.extension().is_some_and(|e| e == "sh");
+        file.set_permissions(std::fs::Permissions::from_mode(if script {
+            0o755
+        } else {
+            0o644
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (file, path);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_readable_skip_unchanged_files_and_are_all_or_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.lock");
+        let s = dir.path().join("sub/run.sh");
+        write_all_atomic(&[
+            (a.clone(), b"1".to_vec()),
+            (s.clone(), b"#!/bin/sh".to_vec()),
+        ])
+        .unwrap();
+        assert_eq!(
+            std::fs::metadata(&a).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        assert_eq!(
+            std::fs::metadata(&s).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let before = std::fs::metadata(&a).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        write_atomic(&a, b"1").unwrap();
+        assert_eq!(std::fs::metadata(&a).unwrap().modified().unwrap(), before);
+        // The second file cannot be written (its parent is a file): the first is not replaced.
+        let blocker = dir.path().join("blocker");
+        std::fs::write(&blocker, "x").unwrap();
+        let err = write_all_atomic(&[
+            (a.clone(), b"2".to_vec()),
+            (blocker.join("f"), b"y".to_vec()),
+        ]);
+        assert!(err.is_err());
+        assert_eq!(std::fs::read(&a).unwrap(), b"1");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            3,
+            "no temp file left behind"
+        );
+    }
 }

@@ -23,6 +23,7 @@ pub mod host;
 pub mod import;
 pub mod lock;
 pub mod proc;
+pub mod render;
 pub mod resolve;
 pub mod smoke;
 pub mod spec;

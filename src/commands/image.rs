@@ -34,7 +34,7 @@ pub struct RenderedImage {
     pub image_name: String,
     /// The lock's sha256 (64 hex).
     pub lock_hash: String,
-    /// Compact JSON summary of the lock, for the `io.envbuild.summary` label.
+    /// Compact JSON summary of the lock, for the `dev.envbuild.lock-summary` label.
     pub lock_summary: String,
 }
 
@@ -145,7 +145,12 @@ pub fn run(table: &crate::compat::Table, args: ImageArgs) -> Result<i32, Failure
             ));
         }
     }
-    let files = render_files(&lock, args.templates.as_deref())?;
+    let spec_dir = args
+        .spec
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let files = render_files(&lock, args.templates.as_deref(), spec_dir)?;
     let rendered = RenderedImage {
         files,
         dockerfile: "Dockerfile".into(),
@@ -156,38 +161,58 @@ pub fn run(table: &crate::compat::Table, args: ImageArgs) -> Result<i32, Failure
     run_rendered(rendered, opts)
 }
 
-/// Docker repository names are lower case `[a-z0-9._/-]`; spec names are close to that.
+/// The image repository: `envbuild/<name as a DNS label>`, the name the rendered run snippets
+/// use (`render::image_tag`).
 pub fn image_name(name: &str) -> String {
-    let mapped: String = name
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '/') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let trimmed = mapped.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-    if trimmed.is_empty() {
-        "envbuild-env".to_string()
-    } else {
-        trimmed.to_string()
-    }
+    format!("envbuild/{}", crate::render::dns_label(name))
 }
 
-/// THE render seam: the files of the image, rendered in memory from the lock (Dockerfile with
-/// stages `runtime`/`dev`, environment.yml or requirements.txt, `envbuild/envbuild_smoke.py`,
-/// `envbuild/expect.json`, ...). Wire the core's renderer here.
+/// The files of the image, rendered in memory from the lock, plus the lock's `[image] wheels`
+/// directory (read from beside the spec). Run snippets are left out: the build needs none.
 fn render_files(
     lock: &crate::lock::Lock,
     templates: Option<&Path>,
+    spec_dir: &Path,
 ) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
-    let _ = (lock, templates);
-    Err(Failure::bug(
-        "`envbuild image` needs the renderer, which this build lacks (src/render)",
-    ))
+    let rendered = crate::render::render(
+        lock,
+        &crate::render::RenderOptions {
+            templates_dir: templates.map(Path::to_path_buf),
+        },
+    )?;
+    let mut files: BTreeMap<String, Vec<u8>> = rendered
+        .context_files()
+        .map(|(p, b)| (p.to_string(), b.to_vec()))
+        .collect();
+    for dir in crate::render::extra_context_dirs(lock) {
+        add_dir(&spec_dir.join(&dir), &dir, &mut files)?;
+    }
+    Ok(files)
+}
+
+/// Add the regular files under `root` as `prefix/...` (links are not followed).
+fn add_dir(
+    root: &Path,
+    prefix: &str,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), Failure> {
+    let entries = std::fs::read_dir(root).map_err(|e| Failure::io(root, &e))?;
+    let entries: Vec<std::fs::DirEntry> = entries
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::io(root, &e))?;
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = format!("{}/{name}", prefix.trim_end_matches('/'));
+        let kind = entry.file_type().map_err(|e| Failure::io(&path, &e))?;
+        if kind.is_dir() {
+            add_dir(&path, &rel, files)?;
+        } else if kind.is_file() {
+            let bytes = std::fs::read(&path).map_err(|e| Failure::io(&path, &e))?;
+            files.insert(rel, bytes);
+        }
+    }
+    Ok(())
 }
 
 /// The lock, checked like `envbuild lock --locked` (or rewritten with `--update-lock`).
@@ -344,20 +369,9 @@ pub struct ImageRun {
 }
 
 fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -> BuildRequest {
-    let short = rendered.lock_hash.get(..12).unwrap_or(&rendered.lock_hash);
-    let mut extra_labels = BTreeMap::new();
-    extra_labels.insert(
-        "org.opencontainers.image.title".to_string(),
-        rendered.image_name.clone(),
-    );
-    extra_labels.insert(
-        "org.opencontainers.image.version".to_string(),
-        format!("{variant}-{short}"),
-    );
-    extra_labels.insert(
-        "org.opencontainers.image.description".to_string(),
-        "built by envbuild from a pinned lock; smoke-tested for GPU use".to_string(),
-    );
+    // The rendered Dockerfile sets the OCI labels itself; envbuild's own are added by `build`
+    // only where a Dockerfile lacks them.
+    let extra_labels = BTreeMap::new();
     // One `--tag` cannot name two images: the dev variant gets it with a `-dev` suffix.
     let extra_tags = opts
         .tags
@@ -739,10 +753,12 @@ mod tests {
     }
 
     #[test]
-    fn image_names_are_docker_repository_names() {
-        assert_eq!(image_name("Torch GPU env"), "torch-gpu-env");
-        assert_eq!(image_name("team/env_1.0"), "team/env_1.0");
-        assert_eq!(image_name("!!!"), "envbuild-env");
+    fn image_names_match_the_run_snippets() {
+        assert_eq!(image_name("Torch GPU env"), "envbuild/torch-gpu-env");
+        assert!(crate::docker::build::valid_tag(&format!(
+            "{}:runtime-0123456789ab",
+            image_name("!!!")
+        )));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod import;
 mod lock;
+mod render;
 mod table;
 
 pub mod image;
@@ -37,11 +38,10 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Import(args) => import::run(&table, &args),
         Command::Smoke(args) => smoke::run(&args),
         Command::Doctor(args) => doctor::run(&table, &args),
+        Command::Render(args) => render::run(&table, &args),
+        Command::Templates(cmd) => render::templates(&cmd),
         Command::Image(args) => image::run(&table, args),
         Command::Test(args) => test::run(&table, args),
-        other => Err(Failure::bug(format!(
-            "command {other:?} is not wired up in this build"
-        ))),
     }
 }
 

@@ -22,11 +22,11 @@ pub struct BuildRequest {
     pub target: String,
     /// Image repository name (`myenv`, `registry.example/team/myenv`).
     pub image_name: String,
-    /// Variant name, used in the tag and the `io.envbuild.variant` label.
+    /// Variant name, used in the tag and the `dev.envbuild.variant` label.
     pub variant: String,
     /// The lock's sha256, 64 lower-case hex.
     pub lock_hash: String,
-    /// Compact JSON summary of the lock for the `io.envbuild.summary` label.
+    /// Compact JSON summary of the lock for the `dev.envbuild.lock-summary` label.
     pub summary: String,
     /// Extra tags (`name:tag`) to put on the image.
     pub extra_tags: Vec<String>,
@@ -192,10 +192,17 @@ pub async fn build(
         ))
     })?;
     let df_text = String::from_utf8_lossy(df_bytes).into_owned();
+    // Labels the Dockerfile already sets (the rendered one sets envbuild's own) are not added
+    // again: each added label would only cost a build step.
+    let missing: BTreeMap<String, String> = req
+        .labels()
+        .into_iter()
+        .filter(|(k, _)| !df_text.contains(&format!("{k}=")))
+        .collect();
     let mut files = req.files.clone();
     files.insert(
         req.dockerfile.clone(),
-        label_target_stage(&df_text, &req.target, &req.labels()).into_bytes(),
+        label_target_stage(&df_text, &req.target, &missing).into_bytes(),
     );
     let context = build_context(&files, &req.dockerfile)?;
 
@@ -306,6 +313,21 @@ pub async fn build(
         return Err(step_failure(&msg, step.as_ref(), &tail, &engine.host));
     }
     let image_id = match image_labels(engine, &primary).await? {
+        Some((_, l))
+            if built_id.is_some() && l.get(labels::LOCK_SHA256) != Some(&req.lock_hash) =>
+        {
+            return Err(Failure::one(
+                Diagnostic::error(
+                    codes::BUILD_FAILED,
+                    format!(
+                        "the image built as `{primary}` has label {}={:?}, not this lock's hash",
+                        labels::LOCK_SHA256,
+                        l.get(labels::LOCK_SHA256)
+                    ),
+                )
+                .with_hint("the Dockerfile (or a --templates override) sets that label wrong"),
+            ))
+        }
         Some((id, l)) if l.get(labels::LOCK_SHA256) == Some(&req.lock_hash) => {
             if built_id.as_ref().is_some_and(|b| b != &id) {
                 return Err(Failure::one(Diagnostic::error(

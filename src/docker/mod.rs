@@ -49,15 +49,16 @@ pub mod codes {
     ];
 }
 
-/// Image and container labels envbuild sets (and filters on).
+/// Image and container labels envbuild sets (and filters on). The image labels are the ones
+/// the rendered Dockerfile writes (`render::LABEL_*`), so both sides read the same keys.
 pub mod labels {
-    pub const LOCK_SHA256: &str = "io.envbuild.lock-sha256";
-    pub const VARIANT: &str = "io.envbuild.variant";
-    pub const SUMMARY: &str = "io.envbuild.summary";
+    pub use crate::render::{
+        LABEL_LOCK_SHA256 as LOCK_SHA256, LABEL_LOCK_SUMMARY as SUMMARY, LABEL_VARIANT as VARIANT,
+    };
     /// On every smoke-test container, so leftovers can be found with a label filter.
-    pub const SMOKE: &str = "io.envbuild.smoke";
+    pub const SMOKE: &str = "dev.envbuild.smoke";
     /// The per-run id on smoke-test containers.
-    pub const RUN_ID: &str = "io.envbuild.run";
+    pub const RUN_ID: &str = "dev.envbuild.run";
 }
 
 /// A connected engine.

@@ -46,7 +46,7 @@ pub struct SmokeRequest {
     /// `/dev/shm` size in bytes (DataLoader workers share tensors through it).
     pub shm_bytes: i64,
     pub timeout: Duration,
-    /// Labels the container (`io.envbuild.run`) so this run's leftovers can be found.
+    /// Labels the container (`dev.envbuild.run`) so this run's leftovers can be found.
     pub run_id: String,
 }
 

@@ -1,7 +1,7 @@
 //! End-to-end tests against the real Docker engine on this machine: base images are made
 //! locally (tests/support), nothing is pulled. Outside CI they skip, saying why, when no
 //! engine answers; with CI=true they fail instead. Every test checks that no smoke container
-//! (label `io.envbuild.smoke=1`) is left behind.
+//! (label `dev.envbuild.smoke=1`) is left behind.
 
 use crate::engine_support::{self as support, Docker};
 use assert_cmd::Command;
@@ -419,9 +419,9 @@ fn unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers() {
         .block_on(images::inspect(&d.engine, &tag))
         .unwrap()
         .unwrap();
-    assert_eq!(info.labels["io.envbuild.lock-sha256"], v1.lock_hash);
-    assert_eq!(info.labels["io.envbuild.variant"], "runtime");
-    assert_eq!(info.labels["io.envbuild.summary"], r#"{"test":true}"#);
+    assert_eq!(info.labels[docker::labels::LOCK_SHA256], v1.lock_hash);
+    assert_eq!(info.labels[docker::labels::VARIANT], "runtime");
+    assert_eq!(info.labels[docker::labels::SUMMARY], r#"{"test":true}"#);
 
     // Same lock again: no build, the passing verdict is reused, well under a second.
     let started = Instant::now();
@@ -676,4 +676,80 @@ fn interrupted_build_stops_and_leaves_no_container() {
         std::thread::sleep(Duration::from_millis(250));
     }
     d.assert_no_smoke_container("after an interrupted build");
+}
+
+#[test]
+fn image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing() {
+    let test = "image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = support::debian_python_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    // The base is declared to provide torch; it does not (it only has Python and pip).
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"declared-torch-{n}\"\npython = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"\n\
+             torchvision = false\ntorchaudio = false\n\n[target]\ndriver = \"550.54.15\"\n\
+             gpus = [\"A100\"]\n\n[image]\nbase = \"{base}\"\nbase-provides = [\"torch\"]\n\
+             variants = [\"runtime\"]\n",
+            n = nonce()
+        ),
+    )
+    .unwrap();
+    // A stale lock is refused before anything is built.
+    let out = envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("LOCK_MISSING"), "{err}");
+
+    let cache = tempfile::tempdir().unwrap();
+    let image = |extra: &[&str]| {
+        envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none"])
+            .args(extra)
+            .env("ENVBUILD_CACHE_DIR", cache.path())
+            .env("CI", "true")
+            .output()
+            .unwrap()
+    };
+    let out = image(&["--update-lock"]);
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{err}");
+    assert!(stdout.contains("TORCH_MISSING"), "{stdout}\n{err}");
+    assert!(
+        err.contains("SMOKE_FAILED") && err.contains("TORCH_MISSING"),
+        "{err}"
+    );
+    assert!(
+        err.contains("[runtime] step 1/"),
+        "plain step lines in CI: {err}"
+    );
+
+    // Unchanged lock: no build (the smoke test runs again: only passing verdicts are kept).
+    let out = image(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("build skipped"), "{err}");
+    assert!(!err.contains("step 1/"), "{err}");
+
+    let tag = err
+        .split_whitespace()
+        .find(|w| w.starts_with("envbuild/declared-torch-"))
+        .expect("the image tag is named")
+        .to_string();
+    d.block_on(images::remove(&d.engine, &tag)).unwrap();
+    d.assert_no_smoke_container("after envbuild image SPEC");
 }

@@ -6,6 +6,7 @@ mod doctor;
 mod import;
 mod lock;
 mod readme;
+mod render;
 mod script_units;
 mod smoke;
 mod spec_props;

@@ -53,11 +53,11 @@ impl Docker {
         self.rt.block_on(f)
     }
 
-    /// Ids of containers carrying `io.envbuild.smoke=1`.
+    /// Ids of containers carrying `dev.envbuild.smoke=1`.
     pub fn smoke_containers(&self) -> Vec<String> {
         self.block_on(docker::run::containers_with_label(
             &self.engine,
-            "io.envbuild.smoke=1",
+            "dev.envbuild.smoke=1",
         ))
         .expect("list containers")
     }
@@ -224,7 +224,14 @@ fn busybox_rootfs(busybox: &[u8], extra: &BTreeMap<&str, (u32, Vec<u8>)>) -> Vec
 
 const BUSYBOX_RECIPE: &[u8] = b"busybox rootfs v1: applet symlinks, /etc/passwd, PATH, CMD sh";
 
+/// Dockerfile-style changes every imported test image gets (part of every image tag).
+const IMPORT_CHANGES: &[&str] = &[
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "CMD [\"/bin/sh\"]",
+];
+
 fn import_if_missing(d: &Docker, repo: &str, tag: &str, make: impl FnOnce() -> Vec<u8>) -> String {
+    let tag = sha12(&[tag.as_bytes(), IMPORT_CHANGES.join("\n").as_bytes()]);
     let name = format!("{repo}:{tag}");
     if d.block_on(images::inspect(&d.engine, &name))
         .expect("inspect")
@@ -235,11 +242,8 @@ fn import_if_missing(d: &Docker, repo: &str, tag: &str, make: impl FnOnce() -> V
             &d.engine,
             tar,
             repo,
-            tag,
-            vec![
-                "ENV PATH=/usr/local/bin:/usr/bin:/bin".to_string(),
-                "CMD [\"/bin/sh\"]".to_string(),
-            ],
+            &tag,
+            IMPORT_CHANGES.iter().map(|c| c.to_string()).collect(),
         ))
         .unwrap_or_else(|f| panic!("import {name}: {f}"));
     }
@@ -291,12 +295,21 @@ pub fn reporting_image(d: &Docker, kind: &str, report: &str, code: i32) -> Strin
     busybox_with_python_stand_in(d, kind, &script)
 }
 
+/// Packages of the Debian test base: Python with pip and `python` (the rendered Dockerfile runs
+/// `python -m pip`), and `useradd` (it adds an unprivileged user).
+const DEBIAN_PACKAGES: &str = "python3,python3-pip,python-is-python3,passwd";
+/// A base image is a Python environment of its own: pip may install into it (no PEP 668 marker).
+const DEBIAN_HOOK: &str = "rm -f \"$1\"/usr/lib/python3*/EXTERNALLY-MANAGED";
 const DEBIAN_RECIPE: &str =
-    "mmdebstrap --variant=minbase --include=python3 bookworm (machine apt sources), SOURCE_DATE_EPOCH=0";
+    "mmdebstrap v2 --variant=minbase bookworm (machine apt sources), SOURCE_DATE_EPOCH=0";
 
-/// A minimal Debian with python3, made with mmdebstrap from the machine's apt sources.
+/// A minimal Debian with python3 and pip, made with mmdebstrap from the machine's apt sources.
 pub fn debian_python_image(d: &Docker) -> String {
-    let tag = sha12(&[DEBIAN_RECIPE.as_bytes()]);
+    let tag = sha12(&[
+        DEBIAN_RECIPE.as_bytes(),
+        DEBIAN_PACKAGES.as_bytes(),
+        DEBIAN_HOOK.as_bytes(),
+    ]);
     import_if_missing(d, "envbuild-test/debian-python", &tag, || {
         let out = cache_dir().join(format!("debian-python-{tag}.tar"));
         if !out.is_file() {
@@ -308,7 +321,8 @@ pub fn debian_python_image(d: &Docker) -> String {
                     "--quiet",
                     "--format=tar",
                     "--variant=minbase",
-                    "--include=python3",
+                    &format!("--include={DEBIAN_PACKAGES}"),
+                    &format!("--customize-hook={DEBIAN_HOOK}"),
                     "bookworm",
                 ])
                 .arg(&tmp)

@@ -1,0 +1,122 @@
+//! `envbuild render` and `envbuild templates dump`: read a spec (resolved first) or a lock, render
+//! it with the pure `render` module, and write every file at once (all or nothing). Reads the
+//! input and `--templates`; writes the output directory.
+
+use super::{eprint_diagnostics, load_spec, read_lock, resolve_loaded};
+use crate::cli::{RenderArgs, TemplatesCommand};
+use crate::compat::Table;
+use crate::diag::{exit, Diagnostic, Failure};
+use crate::lock::Lock;
+use crate::render::{render, RenderOptions};
+use std::path::{Path, PathBuf};
+
+/// `FILE.lock` or `envbuild.lock` is a lock; anything else is a spec.
+fn is_lock_path(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "lock")
+        || p.file_name().is_some_and(|n| n == crate::lock::FILE_NAME)
+}
+
+pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
+    let lock: Lock = if is_lock_path(&args.input) {
+        read_lock(&args.input)?
+    } else {
+        let loaded = match load_spec(&args.input, table) {
+            Ok(l) => l,
+            Err(diags) => {
+                eprint_diagnostics(&diags);
+                return Ok(exit::FAILURE);
+            }
+        };
+        let res = resolve_loaded(&loaded, table);
+        match res.lock {
+            Some(lock) if !res.diagnostics.iter().any(Diagnostic::is_error) => {
+                eprint_diagnostics(&res.diagnostics);
+                lock
+            }
+            _ => {
+                eprint_diagnostics(&res.diagnostics);
+                return Ok(exit::FAILURE);
+            }
+        }
+    };
+    if let Some(dir) = &args.templates {
+        if !dir.is_dir() {
+            return Err(Failure::one(
+                Diagnostic::error(
+                    crate::render::codes::TEMPLATE_ERROR,
+                    format!("`{}` is not a directory of templates", dir.display()),
+                )
+                .with_hint("create one with `envbuild templates dump DIR`"),
+            ));
+        }
+    }
+    let rendered = render(
+        &lock,
+        &RenderOptions {
+            templates_dir: args.templates.clone(),
+        },
+    )?;
+    let out = match &args.out {
+        Some(o) => o.clone(),
+        None => args
+            .input
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| Path::new("."))
+            .join("render"),
+    };
+    // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
+    // gives rendered files 0644 (scripts 0755): a build context keeps modes.
+    let files: Vec<(PathBuf, Vec<u8>)> = rendered
+        .files
+        .iter()
+        .map(|(rel, bytes)| (out.join(rel), bytes.clone()))
+        .collect();
+    let changed = files
+        .iter()
+        .filter(|(path, bytes)| std::fs::read(path).ok().as_ref() != Some(bytes))
+        .count();
+    crate::fsutil::write_all_atomic(&files)?;
+    eprintln!(
+        "rendered {} files into {} ({} changed)",
+        rendered.files.len(),
+        out.display(),
+        changed
+    );
+    Ok(exit::OK)
+}
+
+pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
+    match cmd {
+        TemplatesCommand::Dump { dir, force } => {
+            let files: Vec<(PathBuf, Vec<u8>)> = crate::render::dump_templates()
+                .into_iter()
+                .map(|(n, b)| (dir.join(n), b))
+                .collect();
+            if !force {
+                let existing: Vec<String> = files
+                    .iter()
+                    .filter(|(p, _)| p.exists())
+                    .map(|(p, _)| p.display().to_string())
+                    .collect();
+                if !existing.is_empty() {
+                    return Err(Failure::one(
+                        Diagnostic::error(
+                            "FILE_EXISTS",
+                            format!("would overwrite: {}", existing.join(", ")),
+                        )
+                        .with_hint("pass --force to overwrite, or choose an empty directory"),
+                    ));
+                }
+            }
+            crate::fsutil::write_all_atomic(&files)?;
+            eprintln!(
+                "wrote {} templates to {}; use them with `envbuild render --templates {}`",
+                files.len(),
+                dir.display(),
+                dir.display()
+            );
+            Ok(exit::OK)
+        }
+    }
+}

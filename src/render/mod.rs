@@ -1,0 +1,630 @@
+//! `render`: one lock in, every file a team needs out — environment.yml, requirements.txt, a
+//! multi-stage Dockerfile (`runtime` and `dev` targets), .dockerignore, the smoke test with the
+//! lock's expectations, and run snippets (docker run, compose, a Kubernetes pod).
+//!
+//! Rendering is pure: the same lock gives the same bytes on every run and machine (no clock, no
+//! environment, only sorted maps). The one exception is the template loader when
+//! `RenderOptions::templates_dir` is set: it reads the user's override files (user file first,
+//! embedded copy as fallback). Writing the result is the caller's job (`commands::render`).
+//!
+//! Templates get a dedicated [`Ctx`], not the lock, so lock refactors cannot silently change
+//! output. Every lock value is checked before it reaches a template ([`check_lock_values`]) and
+//! is quoted by a filter in the template ([`filters`]).
+
+pub mod filters;
+mod templates;
+
+pub use templates::{dump_templates, EMBEDDED};
+
+use crate::diag::{Diagnostic, Failure};
+use crate::lock::Lock;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Diagnostic codes of this module (listed in the README).
+pub mod codes {
+    use crate::diag::Code;
+    /// A lock value that could break out of a Dockerfile, YAML or shell line (same code as the
+    /// spec validator's: a lock edited by hand gets the same treatment as a spec).
+    pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
+    /// A user template (`--templates DIR`) failed to render.
+    pub const TEMPLATE_ERROR: Code = "TEMPLATE_ERROR";
+}
+
+/// Image labels the Docker engine code reads back.
+pub const LABEL_LOCK_SHA256: &str = "dev.envbuild.lock-sha256";
+pub const LABEL_LOCK_SUMMARY: &str = "dev.envbuild.lock-summary";
+pub const LABEL_VARIANT: &str = "dev.envbuild.variant";
+
+/// The image's unprivileged user, its uid (above 10000 so it never collides with a user the base
+/// image ships, such as Ubuntu's uid 1000) and the dev image's SSH port.
+pub const IMAGE_USER: &str = "envbuild";
+pub const IMAGE_UID: u32 = 10001;
+pub const SSH_PORT: u16 = 2222;
+
+/// Where the conda environment lives in a conda-based image.
+pub const CONDA_ENV_PREFIX: &str = "/opt/conda/envs/envbuild";
+
+/// No lock value is anywhere near this; longer ones are refused rather than rendered.
+pub const MAX_VALUE_LEN: usize = 1024;
+
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// `--templates DIR`: files here override the embedded templates of the same name.
+    pub templates_dir: Option<PathBuf>,
+}
+
+/// The rendered files, by path relative to the output directory (`/` separators, sorted).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+impl Rendered {
+    /// The files that belong in the Docker build context: everything except the run snippets.
+    /// The lock's `[image] wheels` directory (beside the spec, see [`extra_context_dirs`]) must
+    /// be added by the caller.
+    pub fn context_files(&self) -> impl Iterator<Item = (&str, &[u8])> {
+        self.files
+            .iter()
+            .filter(|(p, _)| !p.starts_with("run/"))
+            .map(|(p, b)| (p.as_str(), b.as_slice()))
+    }
+
+    /// A file as text (every rendered file is UTF-8).
+    pub fn text(&self, path: &str) -> Option<&str> {
+        self.files
+            .get(path)
+            .and_then(|b| std::str::from_utf8(b).ok())
+    }
+}
+
+/// Directories the Dockerfile copies that are not in [`Rendered::files`]: the lock's
+/// `[image] wheels`, relative to the spec's directory, copied under the same relative path.
+pub fn extra_context_dirs(lock: &Lock) -> Vec<String> {
+    lock.image.wheels.iter().cloned().collect()
+}
+
+/// The tag `render` writes into the run snippets: `envbuild/<name>:<variant>-<hash12>`.
+pub fn image_tag(lock: &Lock, lock_hash: &str, variant: &str) -> String {
+    format!(
+        "envbuild/{}:{variant}-{}",
+        dns_label(&lock.name),
+        &lock_hash[..lock_hash.len().min(12)]
+    )
+}
+
+/// Render every file of a lock. Pure except for reading `opts.templates_dir`.
+pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
+    check_lock_values(lock)?;
+    let ctx = Ctx::from_lock(lock)?;
+    let (is_conda, has_dev, ssh) = (ctx.is_conda, ctx.has_dev, ctx.ssh);
+    let install_jupyter = has_dev && !ctx.jupyter_in_env;
+    let env = templates::environment(opts.templates_dir.clone())
+        .map_err(|e| Failure::bug(format!("cannot set up the template engine: {e:#}")))?;
+    let ctx = minijinja::Value::from(minijinja::value::Serde(&ctx));
+    let mut files = BTreeMap::new();
+    let mut put = |template: &str, out: &str| -> Result<(), Failure> {
+        let text = env
+            .get_template(template)
+            .and_then(|t| t.render(&ctx))
+            .map_err(|e| template_failure(template, &e, opts))?;
+        files.insert(out.to_string(), text.into_bytes());
+        Ok(())
+    };
+    put("environment.yml.j2", "environment.yml")?;
+    if !is_conda {
+        put("requirements.txt.j2", "requirements.txt")?;
+    }
+    put("Dockerfile.j2", "Dockerfile")?;
+    put("dockerignore.j2", ".dockerignore")?;
+    if has_dev {
+        put("dev-entrypoint.sh.j2", "envbuild/dev-entrypoint.sh")?;
+        if ssh {
+            put("sshd_config.j2", "envbuild/sshd_config")?;
+        }
+        if install_jupyter {
+            put("constraints.txt.j2", "envbuild/constraints.txt")?;
+        }
+    }
+    put("docker-run.sh.j2", "run/docker-run.sh")?;
+    put("compose.yaml.j2", "run/compose.yaml")?;
+    put("pod.yaml.j2", "run/pod.yaml")?;
+
+    // The smoke test is copied verbatim (not a template) so every path runs the same bytes.
+    files.insert(
+        "envbuild/envbuild_smoke.py".to_string(),
+        crate::smoke::SCRIPT.as_bytes().to_vec(),
+    );
+    // expect.json is strict JSON read by the script (`deny_unknown_fields` on the Rust side), so
+    // it carries no header; the image's labels carry the lock hash instead.
+    let expect = crate::expect::expectations_from_lock(lock);
+    let mut json = serde_json::to_string_pretty(&expect)
+        .map_err(|e| Failure::bug(format!("cannot serialise the expectations: {e}")))?;
+    json.push('\n');
+    files.insert("envbuild/expect.json".to_string(), json.into_bytes());
+    Ok(Rendered { files })
+}
+
+fn template_failure(template: &str, e: &minijinja::Error, opts: &RenderOptions) -> Failure {
+    let detail = format!("{e:#}");
+    match &opts.templates_dir {
+        // A user's template may be wrong on its own: that is their error to fix, so exit 1.
+        Some(dir) => Failure::one(
+            Diagnostic::error(
+                codes::TEMPLATE_ERROR,
+                format!(
+                    "template `{template}` (from `{}` or the embedded set) failed: {detail}",
+                    dir.display()
+                ),
+            )
+            .with_hint(
+                "compare your template with `envbuild templates dump DIR`; every variable is \
+                 strict, so a misspelt name is an error",
+            ),
+        ),
+        None => Failure::bug(format!("embedded template `{template}` failed: {detail}")),
+    }
+}
+
+/// What the templates see. Every field is computed here, in Rust, so templates stay simple.
+#[derive(Debug, Serialize)]
+struct Ctx {
+    /// The comment lines every rendered file starts with (`# ...`, no trailing newline).
+    header: String,
+    lock_hash: String,
+    name: String,
+    /// `name` as a DNS label (Kubernetes and compose names, image tags).
+    dns_name: String,
+    source: &'static str,
+    description: String,
+    summary_json: String,
+    env_metadata_line: String,
+    channels: Vec<String>,
+    /// environment.yml conda dependencies (python first), without the pip section.
+    conda_deps: Vec<String>,
+    /// pip requirements (environment.yml `pip:` section or requirements.txt).
+    pip: Vec<String>,
+    /// `--extra-index-url` values, already validated as URLs.
+    pip_index_urls: Vec<String>,
+    conda_override_cuda: Option<String>,
+    base_image: String,
+    base_digest: Option<String>,
+    is_conda: bool,
+    conda_env_prefix: &'static str,
+    cuda_major_minor: String,
+    /// `cuda>=X.Y` for NVIDIA_REQUIRE_CUDA; `None` under forward compatibility.
+    require_cuda: Option<String>,
+    /// The driver that `require_cuda` corresponds to.
+    require_driver: String,
+    has_dev: bool,
+    jupyterlab: String,
+    jupyter_in_env: bool,
+    /// `name==version` of every locked package (python aside): pip constraints for installing
+    /// dev tools, so JupyterLab's dependencies can never move a locked package.
+    constraints: Vec<String>,
+    ssh: bool,
+    ssh_port: u16,
+    port: u16,
+    shm_size: String,
+    shm_size_k8s: String,
+    datasets: Option<String>,
+    checkpoints: Option<String>,
+    wheels: Option<String>,
+    user: &'static str,
+    uid: u32,
+    smoke_script: &'static str,
+    expect_file: &'static str,
+    image_runtime: String,
+    image_dev: String,
+    label_lock_sha256: &'static str,
+    label_lock_summary: &'static str,
+    label_variant: &'static str,
+}
+
+impl Ctx {
+    fn from_lock(lock: &Lock) -> Result<Ctx, Failure> {
+        let lock_hash = lock
+            .hash()
+            .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
+        let is_conda = lock.image.base_kind == "conda";
+        let python = lock.packages.get("python").cloned().unwrap_or_default();
+
+        // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
+        // `conda env create` on a laptop builds the same environment as the image.
+        let mut conda_deps = lock.install.conda.clone();
+        let has = |deps: &[String], name: &str| deps.iter().any(|d| conda_name(d) == name);
+        if !has(&conda_deps, "python") && !python.is_empty() {
+            conda_deps.insert(0, format!("python={python}"));
+        }
+        if !lock.install.pip.is_empty() && !has(&conda_deps, "pip") {
+            conda_deps.push("pip".to_string());
+        }
+
+        let cuda_major_minor = {
+            let mut it = lock.cuda.split('.');
+            match (it.next(), it.next()) {
+                (Some(a), Some(b)) => format!("{a}.{b}"),
+                _ => lock.cuda.clone(),
+            }
+        };
+        // NVIDIA_REQUIRE_CUDA is compared with the CUDA version the host driver supports. A
+        // native lock needs the driver of its own CUDA (driver_min, `cuda>=X.Y`); a lock whose
+        // target runs it through minor-version compatibility needs only the major's first
+        // driver (driver_min_compat, `cuda>=X.0`); forward compatibility gets no requirement.
+        let (require_cuda, require_driver) = match lock.driver_mode.as_deref() {
+            Some("forward-compat") => (None, String::new()),
+            Some("minor-compat") if lock.driver_min_compat.is_some() => {
+                let major = cuda_major_minor.split('.').next().unwrap_or("0");
+                (
+                    Some(format!("cuda>={major}.0")),
+                    lock.driver_min_compat.clone().unwrap_or_default(),
+                )
+            }
+            _ => (
+                Some(format!("cuda>={cuda_major_minor}")),
+                lock.driver_min.clone(),
+            ),
+        };
+        let base_image = match &lock.image.base_digest {
+            Some(d) => format!("{}@{d}", lock.image.base),
+            None => lock.image.base.clone(),
+        };
+        let torch = lock.packages.get("torch").map_or("?", String::as_str);
+        let description = format!(
+            "PyTorch {torch} with CUDA {} on Python {python} ({}), rendered by envbuild",
+            lock.cuda,
+            lock.source.as_str()
+        );
+        let has_dev = lock.image.variants.contains(&crate::spec::Variant::Dev);
+        Ok(Ctx {
+            header: format!(
+                "# Generated by envbuild. Do not edit: change the spec, then run `envbuild lock` and `envbuild render`.\n\
+                 # Lock sha256: {lock_hash}"
+            ),
+            image_runtime: image_tag(lock, &lock_hash, "runtime"),
+            image_dev: image_tag(lock, &lock_hash, "dev"),
+            lock_hash,
+            name: lock.name.clone(),
+            dns_name: dns_label(&lock.name),
+            source: lock.source.as_str(),
+            description,
+            summary_json: lock.summary_json(),
+            env_metadata_line: lock.env_metadata_line(),
+            channels: lock.channels.clone(),
+            conda_deps,
+            pip: lock.install.pip.clone(),
+            pip_index_urls: lock.install.pip_extra_index_urls.clone(),
+            conda_override_cuda: lock.install.conda_override_cuda.clone(),
+            base_image,
+            base_digest: lock.image.base_digest.clone(),
+            is_conda,
+            conda_env_prefix: CONDA_ENV_PREFIX,
+            require_cuda,
+            require_driver,
+            cuda_major_minor,
+            has_dev,
+            jupyterlab: lock.image.jupyterlab.clone(),
+            jupyter_in_env: lock.packages.contains_key("jupyterlab"),
+            constraints: lock
+                .packages
+                .iter()
+                .filter(|(name, version)| *name != "python" && pep440_like(version))
+                .map(|(name, version)| format!("{name}=={version}"))
+                .collect(),
+            ssh: lock.image.ssh,
+            ssh_port: SSH_PORT,
+            port: lock.image.port,
+            shm_size: lock.image.shm_size.clone(),
+            shm_size_k8s: k8s_quantity(&lock.image.shm_size),
+            datasets: lock.image.datasets.clone(),
+            checkpoints: lock.image.checkpoints.clone(),
+            wheels: lock
+                .image
+                .wheels
+                .as_ref()
+                .map(|w| w.trim_end_matches('/').to_string()),
+            user: IMAGE_USER,
+            uid: IMAGE_UID,
+            smoke_script: crate::smoke::IMAGE_SCRIPT_PATH,
+            expect_file: crate::smoke::IMAGE_EXPECT_PATH,
+            label_lock_sha256: LABEL_LOCK_SHA256,
+            label_lock_summary: LABEL_LOCK_SUMMARY,
+            label_variant: LABEL_VARIANT,
+        })
+    }
+}
+
+/// Versions pip can read as `==` pins (conda build-style strings such as `1.0_1` are left out).
+fn pep440_like(v: &str) -> bool {
+    v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+!".contains(c))
+}
+
+/// The package name of a conda match spec: `conda-forge::pytorch==2.1=cuda*` -> `pytorch`.
+fn conda_name(spec: &str) -> &str {
+    let s = spec.rsplit_once("::").map_or(spec, |(_, s)| s);
+    s.split(['=', '<', '>', '!', '~', ' ']).next().unwrap_or(s)
+}
+
+/// A lowercase RFC 1123 label (Kubernetes names, compose services, image repositories).
+pub fn dns_label(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let out: String = out.trim_matches('-').chars().take(50).collect();
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() {
+        "envbuild".to_string()
+    } else {
+        out
+    }
+}
+
+/// Docker's `16g` as a Kubernetes quantity (`16Gi`); validated beforehand.
+fn k8s_quantity(docker: &str) -> String {
+    let (num, unit) = docker.split_at(
+        docker.len()
+            - docker
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .len(),
+    );
+    match unit.to_ascii_lowercase().as_str() {
+        "k" => format!("{num}Ki"),
+        "m" => format!("{num}Mi"),
+        "g" => format!("{num}Gi"),
+        _ => num.to_string(),
+    }
+}
+
+/// Refuse any lock value that no template could carry safely. The spec validator already refuses
+/// these, but a lock can be edited by hand, so the renderer checks again instead of relying on it.
+/// Fields that go into a position that cannot be quoted (a `FROM` image, a `COPY` source, a
+/// requirement line, a mount) must match a strict grammar; free text (the name) only has to be
+/// free of control characters, and is quoted wherever it appears.
+pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
+    let mut bad: Vec<Diagnostic> = Vec::new();
+    let mut check = |field: &str, value: &str, ok: bool, rule: &str| {
+        let why = if value.len() > MAX_VALUE_LEN {
+            Some(format!(
+                "is {} characters long (at most {MAX_VALUE_LEN})",
+                value.len()
+            ))
+        } else if value
+            .chars()
+            .any(|c| c.is_control() || matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}'))
+        {
+            Some("contains a control character or line break".to_string())
+        } else if !ok {
+            Some(format!("is not {rule}"))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let shown: String = value
+                .chars()
+                .take(60)
+                .collect::<String>()
+                .escape_debug()
+                .to_string();
+            bad.push(
+                Diagnostic::error(
+                    codes::UNSAFE_VALUE,
+                    format!("lock value `{field}` (`{shown}`) {why}; envbuild will not render it"),
+                )
+                .with_hint("was the lock edited by hand? re-create it with `envbuild lock SPEC`"),
+            );
+        }
+    };
+    let word = |s: &str, extra: &str| {
+        !s.is_empty()
+            && !s.starts_with('-')
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+    };
+    // Every string anywhere in the lock (GPU names and the target driver reach the metadata
+    // comment of environment.yml, for instance) is checked for line breaks and length first.
+    match serde_json::to_value(lock) {
+        Ok(v) => walk_strings("", &v, &mut |path, s| check(path, s, true, "")),
+        Err(e) => return Err(Failure::bug(format!("cannot inspect the lock: {e}"))),
+    }
+    check(
+        "name",
+        &lock.name,
+        !lock.name.is_empty(),
+        "a non-empty name",
+    );
+    for c in &lock.channels {
+        check("channels", c, word(c, "._-:/"), "a channel name or URL");
+    }
+    for s in &lock.install.conda {
+        check(
+            "install.conda",
+            s,
+            word(s, "._-:/=*+!<>,~"),
+            "a conda match spec",
+        );
+    }
+    for s in &lock.install.pip {
+        check(
+            "install.pip",
+            s,
+            word(s, "._-=[],!<>~+*"),
+            "a pinned pip requirement",
+        );
+    }
+    for u in &lock.install.pip_extra_index_urls {
+        check(
+            "install.pip_extra_index_urls",
+            u,
+            (u.starts_with("https://") || u.starts_with("http://")) && word(u, "._-:/~%+"),
+            "an http(s) URL",
+        );
+    }
+    if let Some(v) = &lock.install.conda_override_cuda {
+        check(
+            "install.conda_override_cuda",
+            v,
+            word(v, "."),
+            "a CUDA version",
+        );
+    }
+    for (k, v) in &lock.packages {
+        check("packages", k, word(k, "._-"), "a package name");
+        check("packages", v, word(v, "._-+!*"), "a version");
+    }
+    check("cuda", &lock.cuda, word(&lock.cuda, "."), "a CUDA version");
+    check(
+        "driver_min",
+        &lock.driver_min,
+        word(&lock.driver_min, "."),
+        "a driver version",
+    );
+    if let Some(d) = &lock.driver_min_compat {
+        check("driver_min_compat", d, word(d, "."), "a driver version");
+    }
+    let img = &lock.image;
+    check(
+        "image.base",
+        &img.base,
+        word(&img.base, "._-/:@"),
+        "an image reference",
+    );
+    if let Some(d) = &img.base_digest {
+        check(
+            "image.base_digest",
+            d,
+            d.starts_with("sha256:") && word(d, ":"),
+            "a sha256 digest",
+        );
+    }
+    check(
+        "image.jupyterlab",
+        &img.jupyterlab,
+        word(&img.jupyterlab, "._-+!"),
+        "a version",
+    );
+    check(
+        "image.shm_size",
+        &img.shm_size,
+        crate::expect::parse_size_bytes(&img.shm_size).is_some() && word(&img.shm_size, ""),
+        "a size such as `16g`",
+    );
+    for (field, p) in [
+        ("image.datasets", &img.datasets),
+        ("image.checkpoints", &img.checkpoints),
+    ] {
+        if let Some(p) = p {
+            let ok = p.starts_with('/')
+                && word(&p[1..].replace('/', ""), "._-@+")
+                && !p.split('/').any(|seg| seg == "..");
+            check(
+                field,
+                p,
+                ok || p == "/",
+                "an absolute path of letters, digits and . _ - @ +",
+            );
+        }
+    }
+    if let Some(w) = &img.wheels {
+        let ok = word(w, "._-/") && !w.starts_with('/') && !w.split('/').any(|s| s == "..");
+        check("image.wheels", w, ok, "a relative directory path");
+    }
+    // The generic walk and a field's own check may both report one value: keep the first.
+    let mut seen = std::collections::BTreeSet::new();
+    bad.retain(|d| seen.insert(d.message.clone()));
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::new(bad))
+    }
+}
+
+/// Call `f(dotted.path, string)` for every string in a JSON value, keys included.
+fn walk_strings(path: &str, v: &serde_json::Value, f: &mut dyn FnMut(&str, &str)) {
+    match v {
+        serde_json::Value::String(s) => f(path, s),
+        serde_json::Value::Array(items) => {
+            for item in items {
+                walk_strings(path, item, f);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, item) in map {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                f(&p, k);
+                walk_strings(&p, item, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_quantities() {
+        assert_eq!(dns_label("Torch_GPU env!"), "torch-gpu-env");
+        assert_eq!(dns_label("$(reboot)"), "reboot");
+        assert_eq!(dns_label("!!!"), "envbuild");
+        assert_eq!(k8s_quantity("16g"), "16Gi");
+        assert_eq!(k8s_quantity("512m"), "512Mi");
+        assert_eq!(k8s_quantity("4096"), "4096");
+        assert_eq!(conda_name("conda-forge::pytorch==2.10.0=cuda*"), "pytorch");
+        assert_eq!(conda_name("python=3.12"), "python");
+        assert_eq!(conda_name("pip"), "pip");
+    }
+
+    #[test]
+    fn an_embedded_template_error_is_a_bug_a_user_one_is_not() {
+        let e = minijinja::Error::new(minijinja::ErrorKind::UndefinedError, "x is undefined");
+        let bug = template_failure("Dockerfile.j2", &e, &RenderOptions::default());
+        assert_eq!(bug.exit_code, crate::diag::exit::USAGE);
+        assert_eq!(bug.diagnostics[0].code, crate::diag::codes::INTERNAL);
+        assert!(bug.to_string().contains("envbuild bug"), "{bug}");
+        let user = template_failure(
+            "Dockerfile.j2",
+            &e,
+            &RenderOptions {
+                templates_dir: Some("tpl".into()),
+            },
+        );
+        assert_eq!(user.exit_code, crate::diag::exit::FAILURE);
+        assert_eq!(user.diagnostics[0].code, codes::TEMPLATE_ERROR);
+    }
+
+    /// Every embedded template renders with the context of a real lock (strict undefined).
+    #[test]
+    fn embedded_templates_render_every_branch() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let mut lock = Lock::from_toml(text).expect("lock");
+        for (ssh, wheels, mode) in [
+            (true, None, None),
+            (
+                false,
+                Some("wheels".to_string()),
+                Some("forward-compat".to_string()),
+            ),
+        ] {
+            lock.image.ssh = ssh;
+            lock.image.wheels = wheels;
+            lock.driver_mode = mode;
+            let r = render(&lock, &RenderOptions::default()).expect("render");
+            assert_eq!(r.files.contains_key("envbuild/sshd_config"), ssh);
+        }
+    }
+}
