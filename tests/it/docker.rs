@@ -753,3 +753,60 @@ fn image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing() {
     d.block_on(images::remove(&d.engine, &tag)).unwrap();
     d.assert_no_smoke_container("after envbuild image SPEC");
 }
+
+#[test]
+fn second_image_with_an_unchanged_lock_is_a_sub_second_no_op() {
+    let test = "second_image_with_an_unchanged_lock_is_a_sub_second_no_op";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = support::fake_cuda_torch_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(
+        &spec,
+        support::spec_on_base(&format!("noop-{}", nonce()), &base),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let image = |extra: &[&str]| {
+        let started = Instant::now();
+        let out = envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none"])
+            .args(extra)
+            .env("ENVBUILD_CACHE_DIR", cache.path())
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        (out, started.elapsed())
+    };
+    let (out, _) = image(&["--update-lock"]);
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+    assert!(stdout.contains("PASS"), "{stdout}");
+
+    let (out, took) = image(&["--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("build skipped") && err.contains("verdict reused"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("--json");
+    assert_eq!(doc["verdict"], "pass");
+    assert_eq!(doc["builds"][0]["skipped"], true);
+    assert_eq!(doc["smoke"][0]["reused"], true);
+    assert!(
+        took < Duration::from_millis(1000),
+        "the no-op took {took:?}"
+    );
+
+    let tag = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
+    d.block_on(images::remove(&d.engine, &tag)).unwrap();
+    d.assert_no_smoke_container("after the no-op");
+}

@@ -401,3 +401,82 @@ pub fn real_smoke_script(test: &str) -> bool {
     }
     true
 }
+
+/// The stand-in for a CUDA 12.4 build of torch 2.5.1: TEST FIXTURE, not PyTorch. It answers the
+/// questions the smoke test asks without a device (versions, CUDA build, architectures, cuDNN,
+/// NCCL) the way the real wheel does, so a GPU-less smoke test (`--gpus none`) passes.
+pub fn fake_cuda_torch_files() -> BTreeMap<String, Vec<u8>> {
+    let files: &[(&str, &str)] = &[
+        (
+            "torch/__init__.py",
+            "# TEST FIXTURE: a stand-in for a CUDA 12.4 build of PyTorch 2.5.1 (envbuild tests).\n\
+             __version__ = \"2.5.1+cu124\"\nfrom . import version, cuda, backends  # noqa\n",
+        ),
+        ("torch/version.py", "cuda = \"12.4\"\nhip = None\n"),
+        (
+            "torch/cuda/__init__.py",
+            "from . import nccl  # noqa\n\n\ndef is_available():\n    return False\n\n\n\
+             def device_count():\n    return 0\n\n\ndef get_arch_list():\n    return [\"sm_50\", \
+             \"sm_60\", \"sm_70\", \"sm_75\", \"sm_80\", \"sm_86\", \"sm_90\"]\n",
+        ),
+        (
+            "torch/cuda/nccl.py",
+            "def version():\n    return (2, 21, 5)\n",
+        ),
+        (
+            "torch/backends/__init__.py",
+            "from . import cudnn  # noqa\n",
+        ),
+        (
+            "torch/backends/cudnn.py",
+            "def version():\n    return 90100\n\n\ndef is_available():\n    return True\n",
+        ),
+    ];
+    files
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+        .collect()
+}
+
+/// The Debian test base plus the fake CUDA torch in dist-packages (built once through
+/// envbuild's own engine layer, tagged by content).
+pub fn fake_cuda_torch_image(d: &Docker) -> String {
+    let base = debian_python_image(d);
+    let mut files = fake_cuda_torch_files();
+    files.insert(
+        "Dockerfile".into(),
+        format!("FROM {base}\nCOPY torch/ /usr/lib/python3/dist-packages/torch/\n").into_bytes(),
+    );
+    let mut h = Sha256::new();
+    for (k, v) in &files {
+        h.update(k.as_bytes());
+        h.update([0u8]);
+        h.update(v);
+        h.update([0u8]);
+    }
+    let req = docker::build::BuildRequest {
+        files,
+        dockerfile: "Dockerfile".into(),
+        target: String::new(),
+        image_name: "envbuild-test/debian-fake-cuda-torch".into(),
+        variant: "base".into(),
+        lock_hash: docker::hex(&h.finalize()),
+        summary: "{}".into(),
+        extra_tags: vec![],
+        extra_labels: BTreeMap::new(),
+        rebuild: false,
+    };
+    d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
+        .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));
+    req.primary_tag()
+}
+
+/// A spec on `base`, declared to provide torch (2.5.1, CUDA 12.4), no companions, runtime only.
+pub fn spec_on_base(name: &str, base: &str) -> String {
+    format!(
+        "name = \"{name}\"\npython = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"\n\
+         torchvision = false\ntorchaudio = false\n\n[target]\ndriver = \"550.54.15\"\n\
+         gpus = [\"A100\"]\n\n[image]\nbase = \"{base}\"\nbase-provides = [\"torch\"]\n\
+         variants = [\"runtime\"]\n"
+    )
+}
