@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-target/bench-image.json}"
 mkdir -p "$(dirname "$out")"
+# Both benchmarks: the engine side on a fixture render, and the real CLI on a rendered spec.
 ENVBUILD_BENCH_OUT="$(realpath -m "$out")" \
-    cargo test --release --test it bench_noop_image_vs_docker_build -- --ignored --nocapture
-echo "results: $out"
+    cargo test --release --test it bench_ -- --ignored --nocapture --test-threads 1
+echo "results: $out and ${out%.json}.cli.json"

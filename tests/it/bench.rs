@@ -6,6 +6,10 @@
 //! 2. the deterministic build context (only what the Dockerfile copies) against the rendered
 //!    directory sent as a whole: size and time to make.
 //!
+//! `bench_cli_noop_image_vs_docker_build` does the same through the real CLI on a rendered
+//! spec: `envbuild image SPEC` (spec read, lock checked, rendered, engine asked) against
+//! `docker build` of `envbuild render`'s directory.
+//!
 //! Results go to stdout and to `$ENVBUILD_BENCH_OUT` (JSON) when set.
 
 use crate::engine_support as support;
@@ -218,5 +222,146 @@ fn bench_noop_image_vs_docker_build() {
     assert!(
         ratio <= 0.2,
         "no-op envbuild image is {ratio:.3} of docker build (target ≤ 0.2)"
+    );
+}
+
+#[test]
+#[ignore = "benchmark: run with bench/image.sh"]
+fn bench_cli_noop_image_vs_docker_build() {
+    let Some(d) = support::engine("bench_cli_noop_image_vs_docker_build") else {
+        return;
+    };
+    let base = support::fake_cuda_torch_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(&spec, support::spec_on_base("bench-cli", &base)).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("envbuild");
+    let envbuild_image = || {
+        let t = Instant::now();
+        let out = std::process::Command::new(&bin)
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none", "--update-lock"])
+            .env("ENVBUILD_CACHE_DIR", cache.path())
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            t.elapsed(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    envbuild_image(); // builds and passes the smoke test once
+    let render_dir = dir.path().join("render");
+    let ok = std::process::Command::new(&bin)
+        .arg("render")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&render_dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let docker_build = || {
+        let t = Instant::now();
+        let out = std::process::Command::new("docker")
+            .args([
+                "build",
+                "-q",
+                "--target",
+                "runtime",
+                "-t",
+                "envbuild-bench/cli-docker-build:runtime",
+            ])
+            .arg(&render_dir)
+            .env("DOCKER_BUILDKIT", "0")
+            .output()
+            .expect("docker CLI");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        t.elapsed()
+    };
+    docker_build(); // fill docker build's cache
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for _ in 0..ROUNDS {
+        let (t, err) = envbuild_image();
+        assert!(
+            err.contains("build skipped") && err.contains("verdict reused"),
+            "{err}"
+        );
+        ours.push(t);
+        theirs.push(docker_build());
+    }
+    let (ours_m, theirs_m) = (median(ours), median(theirs));
+    let ratio = ours_m.as_secs_f64() / theirs_m.as_secs_f64();
+
+    // Context: what envbuild sends against the rendered directory as a whole.
+    let mut files = BTreeMap::new();
+    let mut stack = vec![render_dir.clone()];
+    while let Some(p) = stack.pop() {
+        for e in std::fs::read_dir(&p).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path
+                    .strip_prefix(&render_dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                files.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let t = Instant::now();
+    let ctx = docker::context::build_context(&files, "Dockerfile").unwrap();
+    let ctx_time = t.elapsed();
+    let t = Instant::now();
+    let mut b = tar::Builder::new(Vec::new());
+    b.append_dir_all(".", &render_dir).unwrap();
+    let whole = b.into_inner().unwrap().len();
+    let whole_time = t.elapsed();
+    let result = serde_json::json!({
+        "rounds": ROUNDS,
+        "cli_noop_envbuild_image_ms": ours_m.as_secs_f64() * 1e3,
+        "docker_build_render_dir_full_cache_ms": theirs_m.as_secs_f64() * 1e3,
+        "ratio": ratio,
+        "target_ratio_at_most": 0.2,
+        "context_bytes": ctx.tar.len(),
+        "context_files": ctx.files.len(),
+        "context_make_ms": ctx_time.as_secs_f64() * 1e3,
+        "render_dir_bytes": whole,
+        "render_dir_files": files.len(),
+        "render_dir_tar_ms": whole_time.as_secs_f64() * 1e3,
+    });
+    println!("{}", serde_json::to_string_pretty(&result).unwrap());
+    if let Some(out) = std::env::var_os("ENVBUILD_BENCH_OUT") {
+        let path = std::path::PathBuf::from(out).with_extension("cli.json");
+        std::fs::write(path, serde_json::to_string_pretty(&result).unwrap()).unwrap();
+    }
+    for t in [
+        "envbuild-bench/cli-docker-build:runtime".to_string(),
+        format!("envbuild/bench-cli:runtime-{}", {
+            let lock = std::fs::read_to_string(dir.path().join("envbuild.lock")).unwrap();
+            let lock = envbuild::lock::Lock::from_toml(&lock).unwrap();
+            lock.hash().unwrap()[..12].to_string()
+        }),
+    ] {
+        d.block_on(envbuild::docker::images::remove(&d.engine, &t))
+            .unwrap();
+    }
+    assert!(
+        ratio <= 0.2,
+        "no-op envbuild image is {ratio:.3} of docker build (target <= 0.2)"
     );
 }
