@@ -237,7 +237,14 @@ pub fn all_codes() -> Vec<&'static str> {
         r::TORCHAUDIO_FROZEN,
         r::EXPERIMENTAL_VARIANT,
         r::CHANNEL_MIX,
+        crate::render::codes::TEMPLATE_ERROR,
+        crate::smoke::codes::PYTHON_NOT_FOUND,
+        crate::smoke::codes::TIMEOUT,
+        crate::smoke::codes::BAD_OUTPUT,
+        crate::smoke::codes::INVALID_EXPECTATIONS,
+        crate::smoke::codes::FAILED,
     ];
+    v.extend_from_slice(crate::docker::codes::ALL);
     v.sort_unstable();
     v.dedup();
     v
