@@ -244,6 +244,10 @@ Probe overrides (environment):
 Exit codes: 0 the host passes (warnings allowed), 1 a check failed (for example no driver),
 2 usage error.")]
 pub struct DoctorArgs {
+    /// Start a container from this image with a GPU request to prove the engine gives GPUs
+    /// (default: the newest image envbuild built on the engine, if any).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
     /// Check whether this lock's build runs here.
     #[arg(long, value_name = "LOCK", conflicts_with = "expect_file")]
     pub lock: Option<PathBuf>,

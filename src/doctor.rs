@@ -401,6 +401,14 @@ pub fn container_check(c: Option<&ContainerGpu>) -> Check {
             codes::NOT_CHECKED,
             "Docker GPU support is not checked by this build".into(),
         )),
+        Some(c) if c.verified.is_none() && c.nvidia_runtime.is_none() && c.cdi.is_none() => {
+            optional(check(
+                name,
+                CheckStatus::Skip,
+                codes::NOT_CHECKED,
+                c.detail.clone(),
+            ))
+        }
         Some(c) if c.verified == Some(true) => {
             check(name, CheckStatus::Pass, codes::OK, c.detail.clone())
         }

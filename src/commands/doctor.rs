@@ -4,7 +4,7 @@
 use crate::cli::DoctorArgs;
 use crate::compat::Table;
 use crate::diag::Failure;
-use crate::doctor::{self, DoctorExpect};
+use crate::doctor::{self, ContainerGpu, DoctorExpect};
 use crate::host::{self, ProbeConfig};
 use std::io::Write;
 
@@ -18,8 +18,7 @@ pub fn run(table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
         (None, None) => None,
     };
     let facts = host::probe(&ProbeConfig::from_env(), table)?;
-    // The container section is the Docker layer's to fill; not checked in this build.
-    let report = doctor::evaluate(&facts, expect.as_ref(), None);
+    let report = doctor::evaluate(&facts, expect.as_ref(), Some(container_gpu(args)));
     let text = if args.json {
         serde_json::to_string_pretty(&report)
             .map_err(|e| Failure::bug(format!("cannot print the report: {e}")))?
@@ -31,4 +30,36 @@ pub fn run(table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Ok(report.exit_code())
+}
+
+/// The engine's side: can containers get a GPU? `ENVBUILD_DOCKER_CHECK=0` skips it (hosts that
+/// never run containers, and tests that must not depend on the engine's state).
+fn container_gpu(args: &DoctorArgs) -> ContainerGpu {
+    let skipped = |detail: String| ContainerGpu {
+        nvidia_runtime: None,
+        cdi: None,
+        verified: None,
+        detail,
+    };
+    if std::env::var("ENVBUILD_DOCKER_CHECK").is_ok_and(|v| v == "0") {
+        return skipped("skipped (ENVBUILD_DOCKER_CHECK=0)".into());
+    }
+    let rt = match crate::docker::runtime() {
+        Ok(rt) => rt,
+        Err(f) => return skipped(format!("not checked: {f}")),
+    };
+    rt.block_on(async {
+        match crate::docker::connect().await {
+            Ok(engine) => {
+                crate::docker::gpu_probe::container_gpu(&engine, args.image.as_deref()).await
+            }
+            Err(f) => skipped(format!(
+                "not checked: {}",
+                f.diagnostics
+                    .first()
+                    .map(|d| d.message.clone())
+                    .unwrap_or_default()
+            )),
+        }
+    })
 }

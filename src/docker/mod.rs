@@ -9,6 +9,7 @@
 
 pub mod build;
 pub mod context;
+pub mod gpu_probe;
 pub mod images;
 pub mod run;
 
@@ -207,15 +208,7 @@ pub fn new_run_id() -> String {
     hex(&Sha256::digest(seed.as_bytes()))[..16].to_string()
 }
 
-/// Lower-case hex of a byte slice (sha2 0.11 digests no longer format as hex themselves).
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
+pub use crate::hash::hex;
 
 /// A tokio runtime for one command. Two worker threads are plenty for one engine connection.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

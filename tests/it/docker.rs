@@ -810,3 +810,47 @@ fn second_image_with_an_unchanged_lock_is_a_sub_second_no_op() {
     d.block_on(images::remove(&d.engine, &tag)).unwrap();
     d.assert_no_smoke_container("after the no-op");
 }
+
+/// `envbuild doctor` asks the engine too: a container started with a GPU request from a local
+/// image is the definitive answer, and the probe container is removed.
+#[test]
+fn doctor_proves_the_engine_cannot_give_a_gpu() {
+    let Some(d) = support::engine("doctor_proves_the_engine_cannot_give_a_gpu") else {
+        return;
+    };
+    let runtimes = d.block_on(docker::runtimes(&d.engine)).unwrap();
+    if runtimes.iter().any(|r| r.contains("nvidia")) {
+        support::skip_because(
+            "doctor_proves_the_engine_cannot_give_a_gpu",
+            &format!(
+                "the engine has an NVIDIA runtime ({runtimes:?}): a refusal cannot be provoked"
+            ),
+        );
+        return;
+    }
+    let image = support::busybox_image(&d);
+    let out = envbuild()
+        .args(["doctor", "--json", "--image", &image])
+        .env("ENVBUILD_DRIVER_VERSION", "550.54.15")
+        .env("ENVBUILD_GPUS", "H100")
+        .env("ENVBUILD_NO_NVML", "1")
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "container_gpu")
+        .unwrap()
+        .clone();
+    assert_eq!(check["code"], "CONTAINER_GPU_UNAVAILABLE", "{report:#}");
+    assert_eq!(check["status"], "fail", "{report:#}");
+    assert!(
+        check["detail"].as_str().unwrap().contains("runc"),
+        "{check}"
+    );
+    assert_eq!(report["container_gpu"]["verified"], false);
+    assert_eq!(out.status.code(), Some(1));
+    d.assert_no_smoke_container("after doctor's GPU probe");
+}

@@ -1,0 +1,141 @@
+//! Whether the engine can give containers a GPU, for `envbuild doctor`: the runtimes and CDI
+//! directories it registers (a hint), and, when an image is available, a container started with
+//! a GPU request (the only definitive answer). The probe container is labelled like smoke
+//! containers and always removed. Performs I/O (the engine).
+
+use super::run::{gpu_request, remove_run_containers};
+use super::{is_not_found, labels, new_run_id, short_error, Engine};
+use crate::doctor::ContainerGpu;
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{CreateContainerOptionsBuilder, ListImagesOptionsBuilder};
+use std::collections::HashMap;
+
+/// The newest image envbuild built on this engine, to try a GPU request with.
+async fn an_envbuild_image(engine: &Engine) -> Option<String> {
+    let mut filters: HashMap<String, Vec<String>> = HashMap::new();
+    filters.insert("label".into(), vec![labels::LOCK_SHA256.to_string()]);
+    let opts = ListImagesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    let mut images = engine.docker.list_images(Some(opts)).await.ok()?;
+    images.sort_by_key(|i| std::cmp::Reverse(i.created));
+    images.into_iter().next().map(|i| i.id)
+}
+
+/// Probe the engine. Never fails: what could not be found out is said in `detail`.
+pub async fn container_gpu(engine: &Engine, image: Option<&str>) -> ContainerGpu {
+    let mut detail = Vec::new();
+    let (nvidia_runtime, cdi) = match engine.docker.info().await {
+        Ok(info) => {
+            let runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+            let nvidia = runtimes.iter().any(|r| r == "nvidia");
+            detail.push(format!(
+                "runtimes: {}",
+                if runtimes.is_empty() {
+                    "none".to_string()
+                } else {
+                    runtimes.join(", ")
+                }
+            ));
+            // Engines before API 1.44 do not report CDI at all: unknown, not absent.
+            let cdi = info.cdi_spec_dirs.map(|dirs| !dirs.is_empty());
+            if cdi == Some(true) {
+                detail.push("CDI spec directories configured".into());
+            }
+            (Some(nvidia), cdi)
+        }
+        Err(e) => {
+            detail.push(format!(
+                "cannot read the engine's info: {}",
+                short_error(&e)
+            ));
+            (None, None)
+        }
+    };
+    let image = match image {
+        Some(i) => Some(i.to_string()),
+        None => an_envbuild_image(engine).await,
+    };
+    let verified = match &image {
+        None => {
+            detail.push(
+                "no image to start a GPU container from (build one with `envbuild image`, or pass --image)"
+                    .into(),
+            );
+            None
+        }
+        Some(image) => {
+            let (verified, what) = try_gpu_container(engine, image).await;
+            detail.push(what);
+            verified
+        }
+    };
+    ContainerGpu {
+        nvidia_runtime,
+        cdi,
+        verified,
+        detail: detail.join("; "),
+    }
+}
+
+/// Create and start a container with `--gpus all` from `image`; always remove it.
+async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, String) {
+    let run_id = new_run_id();
+    let mut container_labels = HashMap::new();
+    container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
+    container_labels.insert(labels::RUN_ID.to_string(), run_id.clone());
+    let body = ContainerCreateBody {
+        image: Some(image.to_string()),
+        // The request is what is being tested; the command only has to exist and end.
+        entrypoint: Some(vec!["true".into()]),
+        cmd: Some(vec![]),
+        labels: Some(container_labels),
+        host_config: Some(HostConfig {
+            device_requests: Some(vec![gpu_request()]),
+            network_mode: Some("none".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let name = format!("envbuild-gpu-probe-{run_id}");
+    let opts = CreateContainerOptionsBuilder::default().name(&name).build();
+    let outcome = match engine.docker.create_container(Some(opts), body).await {
+        Err(e) if is_not_found(&e) => (None, format!("image `{image}` is not on the engine")),
+        Err(e) => classify(image, &short_error(&e)),
+        Ok(created) => match engine
+            .docker
+            .start_container(
+                &created.id,
+                None::<bollard::query_parameters::StartContainerOptions>,
+            )
+            .await
+        {
+            Ok(()) => (
+                Some(true),
+                format!("a container from `{image}` started with --gpus all"),
+            ),
+            Err(e) => classify(image, &short_error(&e)),
+        },
+    };
+    // Best effort: a leftover would carry the smoke label and be found by the tests.
+    let _ = remove_run_containers(engine, &run_id).await;
+    outcome
+}
+
+fn classify(image: &str, msg: &str) -> (Option<bool>, String) {
+    let m = msg.to_ascii_lowercase();
+    if m.contains("could not select device driver")
+        || m.contains("nvidia-container-cli")
+        || m.contains("unresolvable cdi devices")
+    {
+        (
+            Some(false),
+            format!("a container from `{image}` with --gpus all was refused: {msg}"),
+        )
+    } else {
+        (
+            None,
+            format!("the GPU probe container from `{image}` failed for another reason: {msg}"),
+        )
+    }
+}
