@@ -244,37 +244,11 @@ fn current_lock(
         super::eprint_diagnostics(&diags);
         return Ok(Some(lock));
     }
-    let problem = match std::fs::read_to_string(&path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(
-            Diagnostic::error(
-                super::LOCK_MISSING,
-                format!("{} does not exist", path.display()),
-            )
-            .with_hint("run `envbuild lock SPEC` and commit the lock, or pass --update-lock"),
-        ),
-        Err(e) => return Err(Failure::io(&path, &e)),
-        Ok(old) if old != text => {
-            let changes = crate::lock::changed_keys(&old, &text);
-            Some(
-                Diagnostic::error(
-                    super::LOCK_STALE,
-                    format!(
-                        "{} is stale; re-locking would change:\n    {}",
-                        path.display(),
-                        if changes.is_empty() {
-                            "(formatting only)".to_string()
-                        } else {
-                            changes.join("\n    ")
-                        }
-                    ),
-                )
-                .with_hint(
-                    "run `envbuild lock SPEC` and commit the new lock, or pass --update-lock",
-                ),
-            )
-        }
-        Ok(_) => None,
-    };
+    let problem = super::lock::stale_lock(
+        &path,
+        &text,
+        "run `envbuild lock SPEC` and commit the lock, or pass --update-lock",
+    )?;
     match problem {
         Some(d) => {
             diags.push(d);

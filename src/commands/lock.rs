@@ -61,36 +61,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
     let path = lock_path(&args.spec, args.out.as_deref());
 
     if args.locked {
-        let on_disk = match std::fs::read_to_string(&path) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Failure::io(&path, &e)),
-        };
-        let problem = match on_disk {
-            None => Some(
-                Diagnostic::error(LOCK_MISSING, format!("{} does not exist", path.display()))
-                    .with_hint("run `envbuild lock` without --locked and commit the lock"),
-            ),
-            Some(old) if old != text => {
-                let changes = changed_keys(&old, &text);
-                Some(
-                    Diagnostic::error(
-                        LOCK_STALE,
-                        format!(
-                            "{} is stale; re-locking would change:\n    {}",
-                            path.display(),
-                            if changes.is_empty() {
-                                "(formatting only)".to_string()
-                            } else {
-                                changes.join("\n    ")
-                            }
-                        ),
-                    )
-                    .with_hint("run `envbuild lock` and commit the new lock"),
-                )
-            }
-            Some(_) => None,
-        };
+        let problem = stale_lock(&path, &text, "run `envbuild lock` and commit the new lock")?;
         return match problem {
             Some(d) => {
                 diags.push(d);
@@ -125,4 +96,42 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
         );
     }
     Ok(exit::OK)
+}
+
+/// `--locked`: `None` when the lock at `path` is `text` byte for byte; otherwise `LOCK_MISSING`
+/// or `LOCK_STALE` naming every key that would change. `fix` is the hint.
+pub fn stale_lock(
+    path: &std::path::Path,
+    text: &str,
+    fix: &str,
+) -> Result<Option<Diagnostic>, Failure> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Some(
+                Diagnostic::error(LOCK_MISSING, format!("{} does not exist", path.display()))
+                    .with_hint(fix.to_string()),
+            ))
+        }
+        Err(e) => return Err(Failure::io(path, &e)),
+    };
+    if old == text {
+        return Ok(None);
+    }
+    let changes = changed_keys(&old, text);
+    Ok(Some(
+        Diagnostic::error(
+            LOCK_STALE,
+            format!(
+                "{} is stale; re-locking would change:\n    {}",
+                path.display(),
+                if changes.is_empty() {
+                    "(formatting only)".to_string()
+                } else {
+                    changes.join("\n    ")
+                }
+            ),
+        )
+        .with_hint(fix.to_string()),
+    ))
 }

@@ -2,7 +2,7 @@
 //! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
 
 mod import;
-mod lock;
+pub(crate) mod lock;
 mod render;
 mod table;
 
