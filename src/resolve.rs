@@ -44,8 +44,17 @@ use codes::*;
 
 /// The PyTorch wheel index.
 pub const INDEX_BASE: &str = "https://download.pytorch.org/whl";
-/// JupyterLab for the dev image when the spec pins none.
-pub const DEFAULT_JUPYTERLAB: &str = "4.2.5";
+/// JupyterLab for the dev image when the spec pins none. 4.4.10 works with httpx 0.28 (4.2.x
+/// fails at start: `AsyncClient.__init__() got an unexpected keyword argument 'proxies'`,
+/// checked with pip on 2026-11-30) and needs Python >= 3.9; older Pythons get the last 3.x,
+/// which has no httpx-based extension manager.
+pub fn default_jupyterlab(python: &Version) -> &'static str {
+    if python.major_minor() == "3.7" || python.major_minor() == "3.8" {
+        "3.6.8"
+    } else {
+        "4.4.10"
+    }
+}
 
 /// The outcome: a lock when no error was found, and every diagnostic either way.
 #[derive(Debug, Clone)]
@@ -1325,7 +1334,7 @@ pub fn resolve(spec: &Spec, table: &Table, spec_sha256: &str) -> Resolution {
         .jupyterlab
         .clone()
         .or_else(|| packages.get("jupyterlab").cloned())
-        .unwrap_or_else(|| DEFAULT_JUPYTERLAB.to_string());
+        .unwrap_or_else(|| default_jupyterlab(&spec.python).to_string());
     let lock = Lock {
         version: LOCK_VERSION,
         name: spec.name.clone(),

@@ -463,3 +463,19 @@ fn resolution_is_deterministic_and_format_independent() {
             .unwrap()
     );
 }
+
+#[test]
+fn dev_jupyterlab_defaults_to_one_that_works_with_the_python() {
+    let r = resolve_toml(&spec(IDX, ""));
+    assert_eq!(r.lock.unwrap().image.jupyterlab, "4.4.10");
+    let r = resolve_toml(&spec(
+        "python = \"3.8\"\npytorch = \"2.1.0\"\ncuda = \"11.8\"",
+        "",
+    ));
+    assert_eq!(r.lock.unwrap().image.jupyterlab, "3.6.8");
+    let r = resolve_toml(&format!(
+        "{}\n[image]\njupyterlab = \"4.3.0\"\n",
+        spec(IDX, "")
+    ));
+    assert_eq!(r.lock.unwrap().image.jupyterlab, "4.3.0");
+}

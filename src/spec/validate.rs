@@ -914,7 +914,7 @@ pub(super) fn validate(
                     UNPINNED_VERSION,
                     "image.jupyterlab",
                     format!("jupyterlab `{j}` is not an exact version"),
-                    Some("pin it, e.g. jupyterlab = \"4.2.5\"".into()),
+                    Some("pin it, e.g. jupyterlab = \"4.4.10\"".into()),
                 );
                 None
             }
@@ -925,7 +925,7 @@ pub(super) fn validate(
                     INVALID_SPEC,
                     "image.jupyterlab",
                     format!("jupyterlab `{j}` is not a version"),
-                    Some("e.g. jupyterlab = \"4.2.5\"".into()),
+                    Some("e.g. jupyterlab = \"4.4.10\"".into()),
                 );
                 None
             }
