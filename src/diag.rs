@@ -155,10 +155,22 @@ impl Failure {
 
     /// Reading or writing a file failed.
     pub fn io(path: &std::path::Path, err: &std::io::Error) -> Self {
-        Failure::one(Diagnostic::error(
-            codes::IO_ERROR,
-            format!("cannot access `{}`: {err}", path.display()),
-        ))
+        let hint = match err.kind() {
+            std::io::ErrorKind::NotFound => {
+                "check the path (relative paths start from the current directory)"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "check the file's permissions, or run as a user who may access it"
+            }
+            _ => "check the path, its permissions and the free disk space",
+        };
+        Failure::one(
+            Diagnostic::error(
+                codes::IO_ERROR,
+                format!("cannot access `{}`: {err}", path.display()),
+            )
+            .with_hint(hint),
+        )
     }
 
     pub fn eprint(&self, w: &mut dyn Write) {
