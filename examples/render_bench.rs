@@ -7,7 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     const N: u32 = 200;
     let table = Instant::now();
     for _ in 0..N {
-        envbuild::compat::Table::embedded()?;
+        envbuild::core::compat::Table::embedded()?;
     }
     println!("{:45} {:?}", "embedded table parse", table.elapsed() / N);
     let mut dirs: Vec<_> = std::fs::read_dir("specs")?
@@ -17,11 +17,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     dirs.sort();
     for dir in dirs {
         let text = std::fs::read_to_string(dir.join("envbuild.lock"))?;
-        let lock = envbuild::lock::Lock::from_toml(&text)?;
+        let lock = envbuild::core::lock::Lock::from_toml(&text)?;
         let t = Instant::now();
         for _ in 0..N {
-            let lock = envbuild::lock::Lock::from_toml(&text)?;
-            envbuild::render::render(&lock, &Default::default()).map_err(|f| f.to_string())?;
+            let lock = envbuild::core::lock::Lock::from_toml(&text)?;
+            envbuild::core::render::render(&lock, &Default::default()).map_err(|f| f.to_string())?;
         }
         let label = format!("{}: parse lock + render", dir.display());
         println!("{label:45} {:?}", t.elapsed() / N);

@@ -12,19 +12,5 @@
 
 pub mod cli;
 pub mod commands;
-pub mod compat;
-pub mod diag;
-pub mod docker;
-pub mod doctor;
-pub mod expect;
-pub mod fsutil;
-pub mod hash;
-pub mod host;
-pub mod import;
-pub mod lock;
-pub mod proc;
-pub mod render;
-pub mod resolve;
-pub mod smoke;
-pub mod spec;
-pub mod version;
+pub mod core;
+pub mod infra;

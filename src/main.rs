@@ -9,9 +9,9 @@ fn main() {
             // clap prints help/version to stdout with exit 0 and usage errors with exit 2.
             let _ = e.print();
             std::process::exit(if e.use_stderr() {
-                envbuild::diag::exit::USAGE
+                envbuild::core::diag::exit::USAGE
             } else {
-                envbuild::diag::exit::OK
+                envbuild::core::diag::exit::OK
             });
         }
     };

@@ -2,10 +2,10 @@
 //! Performs I/O (host probes, printing).
 
 use crate::cli::DoctorArgs;
-use crate::compat::Table;
-use crate::diag::Failure;
-use crate::doctor::{self, ContainerGpu, DoctorExpect};
-use crate::host::{self, ProbeConfig};
+use crate::core::compat::Table;
+use crate::core::diag::Failure;
+use crate::core::doctor::{self, ContainerGpu, DoctorExpect};
+use crate::infra::host::{self, ProbeConfig};
 use std::io::Write;
 
 pub fn run(table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
@@ -44,14 +44,14 @@ fn container_gpu(args: &DoctorArgs) -> ContainerGpu {
     if std::env::var("ENVBUILD_DOCKER_CHECK").is_ok_and(|v| v == "0") {
         return skipped("skipped (ENVBUILD_DOCKER_CHECK=0)".into());
     }
-    let rt = match crate::docker::runtime() {
+    let rt = match crate::infra::docker::runtime() {
         Ok(rt) => rt,
         Err(f) => return skipped(format!("not checked: {f}")),
     };
     rt.block_on(async {
-        match crate::docker::connect().await {
+        match crate::infra::docker::connect().await {
             Ok(engine) => {
-                crate::docker::gpu_probe::container_gpu(&engine, args.image.as_deref()).await
+                crate::infra::docker::gpu_probe::container_gpu(&engine, args.image.as_deref()).await
             }
             Err(f) => skipped(format!(
                 "not checked: {}",

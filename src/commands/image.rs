@@ -8,11 +8,11 @@
 use super::smoke_run::{report, smoke, SmokeResult, SmokeSettings};
 use super::verdict::passed;
 use crate::cli::{GpusArg, ImageArgs, VariantArg};
-use crate::diag::Failure;
-use crate::docker::build::{build, BuildEvent, BuildOutcome, BuildRequest};
-use crate::docker::run::{self as drun, Interrupt, SmokeOutcome};
-use crate::docker::{self, Engine};
-use crate::smoke::{Expectations, SmokeReport};
+use crate::core::diag::Failure;
+use crate::infra::docker::build::{build, BuildEvent, BuildOutcome, BuildRequest};
+use crate::infra::docker::run::{self as drun, Interrupt, SmokeOutcome};
+use crate::infra::docker::{self, Engine};
+use crate::core::smoke::{Expectations, SmokeReport};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -121,9 +121,9 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 }
 
 /// The CLI entry: spec → lock check (or `--update-lock`) → render → [`run_rendered`].
-pub fn run(table: &crate::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
+pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
     let Some(lock) = current_lock(table, &args)? else {
-        return Ok(crate::diag::exit::FAILURE);
+        return Ok(crate::core::diag::exit::FAILURE);
     };
     let lock_hash = lock
         .hash()
@@ -164,19 +164,19 @@ pub fn run(table: &crate::compat::Table, args: ImageArgs) -> Result<i32, Failure
 /// The image repository: `envbuild/<name as a DNS label>`, the name the rendered run snippets
 /// use (`render::image_tag`).
 pub fn image_name(name: &str) -> String {
-    format!("envbuild/{}", crate::render::dns_label(name))
+    format!("envbuild/{}", crate::core::render::dns_label(name))
 }
 
 /// The files of the image, rendered in memory from the lock, plus the lock's `[image] wheels`
 /// directory (read from beside the spec). Run snippets are left out: the build needs none.
 fn render_files(
-    lock: &crate::lock::Lock,
+    lock: &crate::core::lock::Lock,
     templates: Option<&Path>,
     spec_dir: &Path,
 ) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
-    let rendered = crate::render::render(
+    let rendered = crate::core::render::render(
         lock,
-        &crate::render::RenderOptions {
+        &crate::core::render::RenderOptions {
             templates_dir: templates.map(Path::to_path_buf),
         },
     )?;
@@ -184,7 +184,7 @@ fn render_files(
         .context_files()
         .map(|(p, b)| (p.to_string(), b.to_vec()))
         .collect();
-    for dir in crate::render::extra_context_dirs(lock) {
+    for dir in crate::core::render::extra_context_dirs(lock) {
         add_dir(&spec_dir.join(&dir), &dir, &mut files)?;
     }
     Ok(files)
@@ -218,10 +218,10 @@ fn add_dir(
 /// The lock, checked like `envbuild lock --locked` (or rewritten with `--update-lock`).
 /// `Ok(None)`: the spec or lock has problems, already printed.
 fn current_lock(
-    table: &crate::compat::Table,
+    table: &crate::core::compat::Table,
     args: &ImageArgs,
-) -> Result<Option<crate::lock::Lock>, Failure> {
-    use crate::diag::Diagnostic;
+) -> Result<Option<crate::core::lock::Lock>, Failure> {
+    use crate::core::diag::Diagnostic;
     let loaded = match super::load_spec(&args.spec, table) {
         Ok(l) => l,
         Err(diags) => {
@@ -240,7 +240,7 @@ fn current_lock(
         .map_err(|e| Failure::bug(format!("cannot serialise the lock: {e}")))?;
     let path = super::lock_path(&args.spec, None);
     if args.update_lock {
-        crate::fsutil::write_atomic(&path, text.as_bytes())?;
+        crate::infra::fs::write_atomic(&path, text.as_bytes())?;
         super::eprint_diagnostics(&diags);
         return Ok(Some(lock));
     }
@@ -324,7 +324,7 @@ fn report_failure(
                 message: f.to_string(),
             },
         )]);
-        crate::fsutil::write_atomic(path, xml.as_bytes())?;
+        crate::infra::fs::write_atomic(path, xml.as_bytes())?;
     }
     if json {
         super::print_json(&serde_json::json!({
@@ -483,7 +483,7 @@ fn verdict_key(
         engine.host.as_str(),
         image_id,
         settings.mode().as_str(),
-        crate::smoke::SCRIPT,
+        crate::core::smoke::SCRIPT,
         &serde_json::to_string(&expectations).unwrap_or_default(),
         &settings.shm_bytes.to_string(),
     ] {
@@ -524,7 +524,7 @@ fn store_verdict(
         report: report.clone(),
     })
     .map_err(|e| Failure::bug(format!("cannot store the verdict: {e}")))?;
-    crate::fsutil::write_atomic(&path, &json)
+    crate::infra::fs::write_atomic(&path, &json)
 }
 
 fn progress_note(mode: ProgressMode, variant: &str, msg: &str) {
@@ -729,7 +729,7 @@ mod tests {
     #[test]
     fn image_names_match_the_run_snippets() {
         assert_eq!(image_name("Torch GPU env"), "envbuild/torch-gpu-env");
-        assert!(crate::docker::build::valid_tag(&format!(
+        assert!(crate::infra::docker::build::valid_tag(&format!(
             "{}:runtime-0123456789ab",
             image_name("!!!")
         )));

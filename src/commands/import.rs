@@ -3,12 +3,12 @@
 
 use super::eprint_diagnostics;
 use crate::cli::ImportArgs;
-use crate::compat::Table;
-use crate::diag::{exit, Diagnostic, Failure};
-use crate::import::{import, ImportOptions};
+use crate::core::compat::Table;
+use crate::core::diag::{exit, Diagnostic, Failure};
+use crate::core::import::{import, ImportOptions};
 
 pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
-    let text = crate::fsutil::read_text(&args.file)?;
+    let text = crate::infra::fs::read_text(&args.file)?;
     let opts = ImportOptions {
         driver: args.driver.clone(),
         gpus: args.gpus.clone(),
@@ -32,7 +32,7 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
                     .with_hint("pass --force to overwrite it, or choose another --out"),
                 ));
             }
-            crate::fsutil::write_atomic(out, spec.as_bytes())?;
+            crate::infra::fs::write_atomic(out, spec.as_bytes())?;
             eprintln!("wrote {}", out.display());
         }
     }

@@ -3,9 +3,9 @@
 
 use super::{eprint_diagnostics, load_spec, lock_path, print_json, resolve_loaded};
 use crate::cli::LockArgs;
-use crate::compat::Table;
-use crate::diag::{exit, Diagnostic, Failure};
-use crate::lock::{changed_keys, Lock};
+use crate::core::compat::Table;
+use crate::core::diag::{exit, Diagnostic, Failure};
+use crate::core::lock::{changed_keys, Lock};
 use serde::Serialize;
 
 pub const LOCK_STALE: &str = "LOCK_STALE";
@@ -78,7 +78,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
         };
     }
 
-    crate::fsutil::write_atomic(&path, text.as_bytes())?;
+    crate::infra::fs::write_atomic(&path, text.as_bytes())?;
     report(args.json, &diags, Some(&lock))?;
     if !args.json {
         eprintln!(

@@ -14,19 +14,19 @@ pub mod verdict;
 pub use lock::{LOCK_MISSING, LOCK_STALE};
 
 /// A lock file that cannot be read.
-pub const INVALID_LOCK: crate::diag::Code = "INVALID_LOCK";
+pub const INVALID_LOCK: crate::core::diag::Code = "INVALID_LOCK";
 /// An output file exists and `--force` was not given.
-pub const OUTPUT_EXISTS: crate::diag::Code = "OUTPUT_EXISTS";
+pub const OUTPUT_EXISTS: crate::core::diag::Code = "OUTPUT_EXISTS";
 
 mod doctor;
 mod smoke;
 
 use crate::cli::{Cli, Command};
-use crate::compat::Table;
-use crate::diag::{Diagnostic, Failure};
-use crate::lock::Lock;
-use crate::resolve::Resolution;
-use crate::spec::{Format, Locator, Spec};
+use crate::core::compat::Table;
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::lock::Lock;
+use crate::core::resolve::Resolution;
+use crate::core::spec::{Format, Locator, Spec};
 use std::path::Path;
 
 /// Run one command; `Ok(code)` is the exit code of a command that ran to completion.
@@ -50,7 +50,7 @@ pub fn load_table(path: Option<&Path>) -> Result<Table, Failure> {
     match path {
         None => Table::embedded(),
         Some(p) => {
-            let text = crate::fsutil::read_text(p)?;
+            let text = crate::infra::fs::read_text(p)?;
             Table::parse(&text, &p.display().to_string())
         }
     }
@@ -68,8 +68,8 @@ pub struct LoadedSpec {
 /// once).
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
     let display = path.display().to_string();
-    let text = crate::fsutil::read_text(path).map_err(|f| f.diagnostics)?;
-    match crate::spec::parse(&text, Format::from_path(path), &display, table) {
+    let text = crate::infra::fs::read_text(path).map_err(|f| f.diagnostics)?;
+    match crate::core::spec::parse(&text, Format::from_path(path), &display, table) {
         Ok(spec) => Ok(LoadedSpec {
             spec,
             text,
@@ -93,8 +93,8 @@ pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnosti
 
 /// Resolve a loaded spec and give every diagnostic that names a spec key its location.
 pub fn resolve_loaded(loaded: &LoadedSpec, table: &Table) -> Resolution {
-    let hash = crate::resolve::spec_hash(&loaded.spec);
-    let mut res = crate::resolve::resolve(&loaded.spec, table, &hash);
+    let hash = crate::core::resolve::spec_hash(&loaded.spec);
+    let mut res = crate::core::resolve::resolve(&loaded.spec, table, &hash);
     let locator = Locator::new(&loaded.text, &loaded.display);
     for d in &mut res.diagnostics {
         if d.location.is_none() {
@@ -118,12 +118,12 @@ pub fn lock_path(spec: &Path, out: Option<&Path>) -> std::path::PathBuf {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| Path::new(".").to_path_buf()),
     };
-    dir.join(crate::lock::FILE_NAME)
+    dir.join(crate::core::lock::FILE_NAME)
 }
 
 /// Read a lock file.
 pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
-    let text = crate::fsutil::read_text(path)?;
+    let text = crate::infra::fs::read_text(path)?;
     Lock::from_toml(&text).map_err(|e| {
         Failure::one(
             Diagnostic::error(
@@ -137,7 +137,7 @@ pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
 
 /// Print diagnostics to stderr (warnings included).
 pub fn eprint_diagnostics(diags: &[Diagnostic]) {
-    crate::diag::eprint_all(diags, &mut std::io::stderr());
+    crate::core::diag::eprint_all(diags, &mut std::io::stderr());
 }
 
 /// Print a JSON value on stdout.
@@ -157,7 +157,7 @@ pub(crate) fn stdout_color() -> bool {
 /// Read and parse an `--expect-file`.
 pub(crate) fn read_expectations(
     path: &std::path::Path,
-) -> Result<crate::smoke::Expectations, Failure> {
-    let text = crate::fsutil::read_text(path)?;
-    crate::smoke::Expectations::from_json(&text, &path.display().to_string())
+) -> Result<crate::core::smoke::Expectations, Failure> {
+    let text = crate::infra::fs::read_text(path)?;
+    crate::core::smoke::Expectations::from_json(&text, &path.display().to_string())
 }

@@ -4,16 +4,16 @@
 
 use super::{eprint_diagnostics, load_spec, read_lock, resolve_loaded};
 use crate::cli::{RenderArgs, TemplatesCommand};
-use crate::compat::Table;
-use crate::diag::{exit, Diagnostic, Failure};
-use crate::lock::Lock;
-use crate::render::{render, RenderOptions};
+use crate::core::compat::Table;
+use crate::core::diag::{exit, Diagnostic, Failure};
+use crate::core::lock::Lock;
+use crate::core::render::{render, RenderOptions};
 use std::path::{Path, PathBuf};
 
 /// `FILE.lock` or `envbuild.lock` is a lock; anything else is a spec.
 fn is_lock_path(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "lock")
-        || p.file_name().is_some_and(|n| n == crate::lock::FILE_NAME)
+        || p.file_name().is_some_and(|n| n == crate::core::lock::FILE_NAME)
 }
 
 pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
@@ -43,7 +43,7 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
         if !dir.is_dir() {
             return Err(Failure::one(
                 Diagnostic::error(
-                    crate::render::codes::TEMPLATE_ERROR,
+                    crate::core::render::codes::TEMPLATE_ERROR,
                     format!("`{}` is not a directory of templates", dir.display()),
                 )
                 .with_hint("create one with `envbuild templates dump DIR`"),
@@ -76,7 +76,7 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
         .iter()
         .filter(|(path, bytes)| std::fs::read(path).ok().as_ref() != Some(bytes))
         .count();
-    crate::fsutil::write_all_atomic(&files)?;
+    crate::infra::fs::write_all_atomic(&files)?;
     eprintln!(
         "rendered {} files into {} ({} changed)",
         rendered.files.len(),
@@ -89,7 +89,7 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
 pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
     match cmd {
         TemplatesCommand::Dump { dir, force } => {
-            let files: Vec<(PathBuf, Vec<u8>)> = crate::render::dump_templates()
+            let files: Vec<(PathBuf, Vec<u8>)> = crate::core::render::dump_templates()
                 .into_iter()
                 .map(|(n, b)| (dir.join(n), b))
                 .collect();
@@ -109,7 +109,7 @@ pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
                     ));
                 }
             }
-            crate::fsutil::write_all_atomic(&files)?;
+            crate::infra::fs::write_all_atomic(&files)?;
             eprintln!(
                 "wrote {} templates to {}; use them with `envbuild render --templates {}`",
                 files.len(),

@@ -2,8 +2,8 @@
 //! write JUnit XML. Performs I/O (runs a process, writes files, prints).
 
 use crate::cli::{ExpectArg, SmokeArgs};
-use crate::diag::{exit, Failure};
-use crate::smoke::{self, Expectations, Mode};
+use crate::core::diag::{exit, Failure};
+use crate::core::smoke::{self, Expectations, Mode};
 use std::io::Write;
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
         ));
     }
     let expectations = match (&args.lock, &args.expect_file) {
-        (Some(lock), _) => crate::expect::expectations_from_lock(&super::read_lock(lock)?),
+        (Some(lock), _) => crate::core::expect::expectations_from_lock(&super::read_lock(lock)?),
         (None, Some(path)) => super::read_expectations(path)?,
         (None, None) => Expectations::default(),
     };
@@ -35,7 +35,7 @@ pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
     )?;
     if let Some(path) = &args.junit {
         let xml = smoke::junit_xml(&report, "envbuild.smoke")?;
-        crate::fsutil::write_atomic(path, xml.as_bytes())?;
+        crate::infra::fs::write_atomic(path, xml.as_bytes())?;
     }
     let text = if args.json {
         serde_json::to_string_pretty(&report)

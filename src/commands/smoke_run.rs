@@ -3,10 +3,10 @@
 //! Performs I/O: the engine, stdout/stderr and the JUnit file.
 
 use super::verdict::{junit_xml, passed, render_table, SuiteResult};
-use crate::diag::Failure;
-use crate::docker::run::{run_smoke, Interrupt, SmokeMode, SmokeOutcome, SmokeRequest};
-use crate::docker::Engine;
-use crate::smoke::Expectations;
+use crate::core::diag::Failure;
+use crate::infra::docker::run::{run_smoke, Interrupt, SmokeMode, SmokeOutcome, SmokeRequest};
+use crate::infra::docker::Engine;
+use crate::core::smoke::Expectations;
 use std::path::Path;
 use std::time::Duration;
 
@@ -60,7 +60,7 @@ pub async fn smoke(
     let req = SmokeRequest {
         image: image.to_string(),
         expectations,
-        script: Some(crate::smoke::SCRIPT.as_bytes().to_vec()),
+        script: Some(crate::core::smoke::SCRIPT.as_bytes().to_vec()),
         mode: settings.mode(),
         gpus: settings.gpus,
         shm_bytes: shm,
@@ -92,7 +92,7 @@ pub fn report(
                 (r.name.clone(), s)
             })
             .collect();
-        crate::fsutil::write_atomic(path, junit_xml(&suites).as_bytes())?;
+        crate::infra::fs::write_atomic(path, junit_xml(&suites).as_bytes())?;
     }
     let all_passed = results.iter().all(SmokeResult::passed);
     if json {
@@ -139,14 +139,14 @@ pub fn report(
         }
     }
     // One coded line per failing image on stderr, whatever the output format.
-    let failed: Vec<crate::diag::Diagnostic> = results
+    let failed: Vec<crate::core::diag::Diagnostic> = results
         .iter()
         .filter_map(|r| match &r.outcome {
             Ok(o) if !passed(&o.report, o.exit_code) => Some(failed_diagnostic(&r.name, o)),
             _ => None,
         })
         .collect();
-    crate::diag::eprint_all(&failed, &mut std::io::stderr());
+    crate::core::diag::eprint_all(&failed, &mut std::io::stderr());
     let mut first_failure = None;
     for r in results {
         if let Err(f) = r.outcome {
@@ -155,14 +155,14 @@ pub fn report(
     }
     match first_failure {
         Some(f) => Err(f),
-        None if all_passed => Ok(crate::diag::exit::OK),
-        None => Ok(crate::diag::exit::FAILURE),
+        None if all_passed => Ok(crate::core::diag::exit::OK),
+        None => Ok(crate::core::diag::exit::FAILURE),
     }
 }
 
 /// `SMOKE_FAILED`, naming the required checks that failed.
-pub fn failed_diagnostic(image: &str, o: &SmokeOutcome) -> crate::diag::Diagnostic {
-    use crate::smoke::CheckStatus;
+pub fn failed_diagnostic(image: &str, o: &SmokeOutcome) -> crate::core::diag::Diagnostic {
+    use crate::core::smoke::CheckStatus;
     let failing: Vec<String> = o
         .report
         .checks
@@ -178,8 +178,8 @@ pub fn failed_diagnostic(image: &str, o: &SmokeOutcome) -> crate::diag::Diagnost
     } else {
         failing.join(", ")
     };
-    crate::diag::Diagnostic::error(
-        crate::smoke::codes::FAILED,
+    crate::core::diag::Diagnostic::error(
+        crate::core::smoke::codes::FAILED,
         format!("`{image}` failed its smoke test: {what}"),
     )
     .with_hint(

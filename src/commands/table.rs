@@ -3,8 +3,8 @@
 
 use super::print_json;
 use crate::cli::{TableArgs, TableSection};
-use crate::compat::{Confidence, Table, EMBEDDED};
-use crate::diag::{exit, Failure};
+use crate::core::compat::{Confidence, Table, EMBEDDED};
+use crate::core::diag::{exit, Failure};
 
 /// Left-aligned columns separated by two spaces; the header underlined.
 pub fn format_columns(header: &[&str], rows: &[Vec<String>]) -> String {

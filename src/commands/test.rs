@@ -4,26 +4,26 @@
 
 use super::smoke_run::{report, smoke, SmokeResult, SmokeSettings};
 use crate::cli::{GpusArg, TestArgs};
-use crate::diag::{Diagnostic, Failure};
-use crate::docker::{self, codes, images, labels, run};
-use crate::smoke::Expectations;
+use crate::core::diag::{Diagnostic, Failure};
+use crate::infra::docker::{self, codes, images, labels, run};
+use crate::core::smoke::Expectations;
 use std::path::Path;
 use std::time::Duration;
 
 /// Read a lock file and map it to the smoke test's expectations.
 pub fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure> {
     let lock = super::read_lock(path)?;
-    Ok(crate::expect::expectations_from_lock(&lock))
+    Ok(crate::core::expect::expectations_from_lock(&lock))
 }
 
 /// Read an `--expect FILE` (the `expect.json` format the smoke script reads).
 pub fn read_expect_file(path: &Path) -> Result<Expectations, Failure> {
-    let text = crate::fsutil::read_text(path)?;
+    let text = crate::infra::fs::read_text(path)?;
     Expectations::from_json(&text, &path.display().to_string())
 }
 
 /// `envbuild test IMAGE`. The table is not needed: a lock is only read, never resolved.
-pub fn run(_table: &crate::compat::Table, args: TestArgs) -> Result<i32, Failure> {
+pub fn run(_table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Failure> {
     let expectations = match (&args.lock, &args.expect) {
         (Some(lock), _) => Some(expectations_from_lock_file(lock)?),
         (None, Some(path)) => Some(read_expect_file(path)?),

@@ -5,7 +5,7 @@
 //! writer here covers what that one does not: several images in one file, and runs that ended
 //! with an error instead of a report.
 
-use crate::smoke::{CheckStatus, SmokeReport, Verdict};
+use crate::core::smoke::{CheckStatus, SmokeReport, Verdict};
 
 /// An image passes only when the script exited 0, said `pass`, and no required check failed:
 /// any disagreement counts as a failure (`smoke::parse_output` refuses those already).
@@ -20,7 +20,7 @@ pub fn passed(report: &SmokeReport, exit_code: i64) -> bool {
 
 /// The report as a table (`smoke::render_table`) under a title naming the image.
 pub fn render_table(title: &str, report: &SmokeReport, color: bool) -> String {
-    format!("{title}\n{}", crate::smoke::render_table(report, color))
+    format!("{title}\n{}", crate::core::smoke::render_table(report, color))
 }
 
 /// One JUnit test suite per smoke run; a run that produced no report is one failing case.
@@ -32,7 +32,7 @@ pub enum SuiteResult<'a> {
 /// JUnit XML with one suite per (name, result): `smoke::junit_xml` for a single report.
 pub fn junit_xml(suites: &[(String, SuiteResult<'_>)]) -> String {
     if let [(name, SuiteResult::Report(r))] = suites {
-        if let Ok(xml) = crate::smoke::junit_xml(r, name) {
+        if let Ok(xml) = crate::core::smoke::junit_xml(r, name) {
             return xml;
         }
     }
@@ -85,7 +85,7 @@ pub fn junit_xml(suites: &[(String, SuiteResult<'_>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::smoke::Check;
+    use crate::core::smoke::Check;
 
     fn report(status: Verdict, checks: Vec<(&str, CheckStatus, bool)>) -> SmokeReport {
         SmokeReport {

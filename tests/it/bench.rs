@@ -15,7 +15,7 @@
 use crate::engine_support as support;
 use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
 use envbuild::commands::smoke_run::SmokeSettings;
-use envbuild::docker;
+use envbuild::infra::docker;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -53,7 +53,7 @@ fn rendered_fixture(base: &str) -> BTreeMap<String, Vec<u8>> {
     f.insert("requirements.txt".into(), b"numpy==2.1.3\n".to_vec());
     f.insert(
         "envbuild/envbuild_smoke.py".into(),
-        envbuild::smoke::SCRIPT.as_bytes().to_vec(),
+        envbuild::core::smoke::SCRIPT.as_bytes().to_vec(),
     );
     f.insert("envbuild/expect.json".into(), b"{}".to_vec());
     f.insert(
@@ -216,7 +216,7 @@ fn bench_noop_image_vs_docker_build() {
         first.builds[0].1.tags[0].as_str(),
         "envbuild-bench/docker-build:runtime",
     ] {
-        d.block_on(envbuild::docker::images::remove(&d.engine, t))
+        d.block_on(envbuild::infra::docker::images::remove(&d.engine, t))
             .unwrap();
     }
     assert!(
@@ -353,11 +353,11 @@ fn bench_cli_noop_image_vs_docker_build() {
         "envbuild-bench/cli-docker-build:runtime".to_string(),
         format!("envbuild/bench-cli:runtime-{}", {
             let lock = std::fs::read_to_string(dir.path().join("envbuild.lock")).unwrap();
-            let lock = envbuild::lock::Lock::from_toml(&lock).unwrap();
+            let lock = envbuild::core::lock::Lock::from_toml(&lock).unwrap();
             lock.hash().unwrap()[..12].to_string()
         }),
     ] {
-        d.block_on(envbuild::docker::images::remove(&d.engine, &t))
+        d.block_on(envbuild::infra::docker::images::remove(&d.engine, &t))
             .unwrap();
     }
     assert!(

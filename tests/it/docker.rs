@@ -7,7 +7,7 @@ use crate::engine_support::{self as support, Docker};
 use assert_cmd::Command;
 use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
 use envbuild::commands::smoke_run::SmokeSettings;
-use envbuild::docker::{self, codes, images};
+use envbuild::infra::docker::{self, codes, images};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ fn nonce() -> String {
     docker::new_run_id()
 }
 
-fn interrupt(d: &Docker) -> envbuild::docker::run::Interrupt {
+fn interrupt(d: &Docker) -> envbuild::infra::docker::run::Interrupt {
     use futures_util::FutureExt;
     // Tests never interrupt through a signal here; a future that never resolves stands in.
     let _ = d;
@@ -540,7 +540,7 @@ fn torch_missing_from_the_base_is_reported() {
         "no-torch",
         &[
             ("Dockerfile", &df),
-            ("envbuild/envbuild_smoke.py", envbuild::smoke::SCRIPT),
+            ("envbuild/envbuild_smoke.py", envbuild::core::smoke::SCRIPT),
             ("envbuild/expect.json", EXPECT_CUDA),
         ],
     );
@@ -577,7 +577,7 @@ fn cpu_only_torch_is_reported_by_image_and_by_test() {
         "cpu-torch-v1",
         &[
             ("Dockerfile", &df),
-            ("envbuild/envbuild_smoke.py", envbuild::smoke::SCRIPT),
+            ("envbuild/envbuild_smoke.py", envbuild::core::smoke::SCRIPT),
             ("envbuild/expect.json", EXPECT_CUDA),
         ],
     );

@@ -60,24 +60,24 @@ fn floating_versions_are_refused_and_nothing_is_written() {
 /// spec (compared in canonical form, so key order and defaults do not matter).
 #[test]
 fn rendered_environment_files_import_back_to_the_same_spec() {
-    use envbuild::spec::{parse, Format};
-    let table = envbuild::compat::Table::embedded().unwrap();
+    use envbuild::core::spec::{parse, Format};
+    let table = envbuild::core::compat::Table::embedded().unwrap();
     for spec_path in example_specs() {
         let text = fs::read_to_string(&spec_path).unwrap();
         let original = parse(&text, Format::Toml, "spec", &table).unwrap();
-        let lock = envbuild::lock::Lock::from_toml(
+        let lock = envbuild::core::lock::Lock::from_toml(
             &fs::read_to_string(spec_path.with_file_name("envbuild.lock")).unwrap(),
         )
         .unwrap();
-        let rendered = envbuild::render::render(&lock, &Default::default()).unwrap();
+        let rendered = envbuild::core::render::render(&lock, &Default::default()).unwrap();
         let env = String::from_utf8(rendered.files["environment.yml"].clone()).unwrap();
         let imported =
-            envbuild::import::import(&env, "environment.yml", &table, &Default::default())
+            envbuild::core::import::import(&env, "environment.yml", &table, &Default::default())
                 .unwrap_or_else(|d| panic!("{}: {d:?}\n{env}", spec_path.display()));
         let back = parse(&imported, Format::Toml, "imported", &table).unwrap();
         assert_eq!(
-            envbuild::resolve::spec_hash(&back),
-            envbuild::resolve::spec_hash(&original),
+            envbuild::core::resolve::spec_hash(&back),
+            envbuild::core::resolve::spec_hash(&original),
             "{}:\noriginal {original:#?}\nimported {back:#?}\n{imported}\n{env}",
             spec_path.display()
         );

@@ -1,9 +1,9 @@
 //! `envbuild render`: snapshots of every rendered file for every spec in `specs/`, structural
 //! checks of every Dockerfile and YAML file, hostile values, determinism and the CLI.
 
-use envbuild::compat::Table;
-use envbuild::lock::Lock;
-use envbuild::render::{render, RenderOptions, Rendered};
+use envbuild::core::compat::Table;
+use envbuild::core::lock::Lock;
+use envbuild::core::render::{render, RenderOptions, Rendered};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -29,10 +29,10 @@ fn lock_of(dir: &str) -> Lock {
     let table = Table::embedded().expect("embedded table");
     let path = root().join("specs").join(dir).join("envbuild.toml");
     let text = std::fs::read_to_string(&path).expect("spec");
-    let spec = envbuild::spec::parse(&text, envbuild::spec::Format::Toml, dir, &table)
+    let spec = envbuild::core::spec::parse(&text, envbuild::core::spec::Format::Toml, dir, &table)
         .unwrap_or_else(|d| panic!("{dir}: {d:?}"));
-    let hash = envbuild::resolve::spec_hash(&spec);
-    let res = envbuild::resolve::resolve(&spec, &table, &hash);
+    let hash = envbuild::core::resolve::spec_hash(&spec);
+    let res = envbuild::core::resolve::resolve(&spec, &table, &hash);
     res.lock
         .unwrap_or_else(|| panic!("{dir}: {:?}", res.diagnostics))
 }
@@ -52,7 +52,7 @@ fn snapshots_of_every_file_for_every_spec() {
             let text = std::str::from_utf8(bytes).expect("utf-8");
             if path == "envbuild/envbuild_smoke.py" {
                 // Owned by the smoke test; checked for identity instead of snapshotted.
-                assert_eq!(text, envbuild::smoke::SCRIPT);
+                assert_eq!(text, envbuild::core::smoke::SCRIPT);
                 continue;
             }
             let name = format!("{dir}__{}", path.replace(['/', '.'], "_"));
@@ -231,7 +231,7 @@ fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec<Stage> {
         }
     }
     let mut targets = vec!["runtime"];
-    if lock.image.variants.contains(&envbuild::spec::Variant::Dev) {
+    if lock.image.variants.contains(&envbuild::core::spec::Variant::Dev) {
         targets.push("dev");
     }
     for t in targets {
@@ -522,9 +522,9 @@ fn every_yaml_parses_and_pins_are_exact() {
         // The metadata line `envbuild import` reads back is present and parses.
         let meta = env_text
             .lines()
-            .find_map(|l| l.strip_prefix(envbuild::lock::ENV_METADATA_PREFIX))
+            .find_map(|l| l.strip_prefix(envbuild::core::lock::ENV_METADATA_PREFIX))
             .expect("metadata line");
-        let _: envbuild::lock::EnvMetadata = serde_json::from_str(meta).expect("metadata JSON");
+        let _: envbuild::core::lock::EnvMetadata = serde_json::from_str(meta).expect("metadata JSON");
 
         if let Some(req) = r.text("requirements.txt") {
             let lines: Vec<&str> = req.lines().filter(|l| !l.starts_with('#')).collect();
@@ -600,9 +600,9 @@ fn expect_json_matches_expectations_from_lock() {
     for dir in spec_dirs() {
         let lock = lock_of(&dir);
         let r = render_default(&lock);
-        let e: envbuild::smoke::Expectations =
+        let e: envbuild::core::smoke::Expectations =
             serde_json::from_str(r.text("envbuild/expect.json").expect("expect")).expect("json");
-        assert_eq!(e, envbuild::expect::expectations_from_lock(&lock), "{dir}");
+        assert_eq!(e, envbuild::core::expect::expectations_from_lock(&lock), "{dir}");
         assert_eq!(
             e.torch.as_deref(),
             lock.packages
@@ -615,11 +615,11 @@ fn expect_json_matches_expectations_from_lock() {
         );
         assert!(!e.arch_list.is_empty(), "{dir}");
     }
-    let e = envbuild::expect::expectations_from_lock(&lock_of("conda-forge-torch210"));
+    let e = envbuild::core::expect::expectations_from_lock(&lock_of("conda-forge-torch210"));
     assert_eq!(e.cuda.as_deref(), Some("12.9"));
     assert!(e.arch_list.contains(&"compute_120".to_string()));
     assert_eq!(e.min_shm_bytes, Some(16 << 30));
-    let e = envbuild::expect::expectations_from_lock(&lock_of("torch29-cu128"));
+    let e = envbuild::core::expect::expectations_from_lock(&lock_of("torch29-cu128"));
     assert_eq!(
         e.packages.get("transformers").map(String::as_str),
         Some("4.57.1")
@@ -678,7 +678,7 @@ fn hostile_names_are_quoted_and_add_no_instruction() {
         // The title label carries the name escaped: `$` never expands, `"` never closes.
         assert!(df.contains(&format!(
             "org.opencontainers.image.title={}",
-            envbuild::render::filters::dq(h)
+            envbuild::core::render::filters::dq(h)
         )));
     }
 }
@@ -733,7 +733,7 @@ fn hostile_values_in_unquotable_positions_are_refused() {
 fn user_templates_override_and_fall_back() {
     let lock = lock_of("pypi-torch214");
     let dir = tempfile::tempdir().expect("tempdir");
-    let custom = envbuild::render::EMBEDDED
+    let custom = envbuild::core::render::EMBEDDED
         .iter()
         .find(|(n, _)| *n == "Dockerfile.j2")
         .map(|(_, t)| t.replace("# ---- runtime", "# team override\n# ---- runtime"))
@@ -764,7 +764,7 @@ fn user_templates_override_and_fall_back() {
 
 #[test]
 fn embedded_templates_exist_on_disk_and_match() {
-    for (name, text) in envbuild::render::EMBEDDED {
+    for (name, text) in envbuild::core::render::EMBEDDED {
         let disk = std::fs::read_to_string(root().join("templates").join(name)).expect(name);
         assert_eq!(&disk, text, "{name}");
     }
@@ -928,7 +928,7 @@ fn cli_templates_dump_refuses_to_overwrite_without_force() {
         .arg(&dir)
         .assert()
         .success();
-    for (name, text) in envbuild::render::EMBEDDED {
+    for (name, text) in envbuild::core::render::EMBEDDED {
         assert_eq!(&std::fs::read_to_string(dir.join(name)).expect(name), text);
     }
     envbuild()
@@ -973,7 +973,7 @@ fn cli_templates_dump_refuses_to_overwrite_without_force() {
 #[test]
 fn runtime_only_wheels_and_digest() {
     let mut lock = lock_of("torch29-cu128");
-    lock.image.variants = vec![envbuild::spec::Variant::Runtime];
+    lock.image.variants = vec![envbuild::core::spec::Variant::Runtime];
     lock.image.wheels = Some("wheels".into());
     lock.image.base_digest = Some(format!("sha256:{}", "ab".repeat(32)));
     let r = render_default(&lock);
@@ -1006,7 +1006,7 @@ fn runtime_only_wheels_and_digest() {
         .expect("ignore")
         .contains("\n!wheels/\n"));
     assert_eq!(
-        envbuild::render::extra_context_dirs(&lock),
+        envbuild::core::render::extra_context_dirs(&lock),
         vec!["wheels".to_string()]
     );
     let run = r.text("run/docker-run.sh").expect("run");

@@ -1,8 +1,8 @@
 //! The script's pure helpers, called from Python with inputs chosen here; the architecture
 //! rule is checked against `version::coverage` so the script and `doctor` never disagree.
 
-use envbuild::smoke::SCRIPT;
-use envbuild::version::{coverage, Cc, Coverage};
+use envbuild::core::smoke::SCRIPT;
+use envbuild::core::version::{coverage, Cc, Coverage};
 use serde_json::{json, Value};
 
 /// Import the embedded script as a module and evaluate `calls` (a JSON list of

@@ -1,7 +1,7 @@
 //! `envbuild smoke` and the embedded script, against no torch and every stand-in torch variant.
 
 use crate::support::{envbuild, fake_torch, root, script, write};
-use envbuild::smoke::{CheckStatus, SmokeReport, Verdict, SCRIPT};
+use envbuild::core::smoke::{CheckStatus, SmokeReport, Verdict, SCRIPT};
 use predicates::prelude::*;
 use serde_json::json;
 use std::path::Path;
@@ -24,7 +24,7 @@ struct Run {
 }
 
 impl Run {
-    fn check(&self, name: &str) -> &envbuild::smoke::Check {
+    fn check(&self, name: &str) -> &envbuild::core::smoke::Check {
         self.report
             .checks
             .iter()
@@ -32,7 +32,7 @@ impl Run {
             .unwrap_or_else(|| panic!("no check {name} in {:#?}", self.report.checks))
     }
 
-    fn assert(&self, name: &str, status: CheckStatus, code: &str) -> &envbuild::smoke::Check {
+    fn assert(&self, name: &str, status: CheckStatus, code: &str) -> &envbuild::core::smoke::Check {
         let c = self.check(name);
         assert_eq!(
             (c.status, c.code.as_str()),

@@ -1,8 +1,8 @@
 //! Property tests over spec parsing (bounded case counts so CI time stays fixed): no input
 //! panics the parser, validation or resolution, and whatever validates holds only safe values.
 
-use envbuild::compat::Table;
-use envbuild::spec::{parse, Format};
+use envbuild::core::compat::Table;
+use envbuild::core::spec::{parse, Format};
 use proptest::prelude::*;
 use std::sync::OnceLock;
 
@@ -14,7 +14,7 @@ fn table() -> &'static Table {
 const VALID: &str = "name = \"t\"\npython = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"\nconda = [\"numpy=1.26.4\"]\npip = [\"rich==13.7.1\"]\n\n[target]\ndriver = \"550.54.15\"\ngpus = [\"A100\", \"8.9\"]\n\n[image]\nbase = \"python:3.11-slim-bookworm\"\n";
 
 /// Every string a validated spec carries into rendering.
-fn strings_of(spec: &envbuild::spec::Spec) -> Vec<String> {
+fn strings_of(spec: &envbuild::core::spec::Spec) -> Vec<String> {
     let mut v = vec![
         spec.name.clone(),
         spec.python.to_string(),
@@ -32,7 +32,7 @@ fn strings_of(spec: &envbuild::spec::Spec) -> Vec<String> {
     v
 }
 
-fn assert_safe(spec: &envbuild::spec::Spec) {
+fn assert_safe(spec: &envbuild::core::spec::Spec) {
     for s in strings_of(spec) {
         assert!(s.len() <= 200, "{s:?}");
         assert!(
@@ -46,7 +46,7 @@ fn assert_safe(spec: &envbuild::spec::Spec) {
 fn check(text: &str, format: Format) {
     if let Ok(spec) = parse(text, format, "p", table()) {
         assert_safe(&spec);
-        let _ = envbuild::resolve::resolve(&spec, table(), "0");
+        let _ = envbuild::core::resolve::resolve(&spec, table(), "0");
     }
 }
 

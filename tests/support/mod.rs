@@ -10,7 +10,7 @@
 //! Images are imported through envbuild's own engine layer (`docker::images::import_rootfs`).
 #![allow(dead_code)]
 
-use envbuild::docker::{self, images, Engine};
+use envbuild::infra::docker::{self, images, Engine};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -392,7 +392,7 @@ pub fn fake_lock_hash(seed: &str) -> String {
 
 /// Whether the embedded smoke script is the real one; the placeholder cannot report.
 pub fn real_smoke_script(test: &str) -> bool {
-    if envbuild::smoke::SCRIPT.starts_with("# placeholder") {
+    if envbuild::core::smoke::SCRIPT.starts_with("# placeholder") {
         skip_or_fail(
             test,
             "the embedded smoke script is still the placeholder (templates/smoke/envbuild_smoke.py)",

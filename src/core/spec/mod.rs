@@ -7,14 +7,14 @@ mod validate;
 
 pub use validate::{is_safe_path, parse_conda_pkg, parse_pip_pkg, PkgParse, MAX_VALUE_LEN};
 
-use crate::diag::{Diagnostic, Location};
-use crate::version::Version;
+use crate::core::diag::{Diagnostic, Location};
+use crate::core::version::Version;
 use raw::RawSpec;
 use serde::Serialize;
 
 /// Diagnostic codes of spec parsing and validation.
 pub mod codes {
-    use crate::diag::Code;
+    use crate::core::diag::Code;
     pub const INVALID_SPEC: Code = "INVALID_SPEC";
     pub const UNPINNED_VERSION: Code = "UNPINNED_VERSION";
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
@@ -93,10 +93,10 @@ impl Platform {
         })
     }
 
-    pub fn os(self) -> crate::compat::Os {
+    pub fn os(self) -> crate::core::compat::Os {
         match self {
-            Platform::Win64 => crate::compat::Os::Windows,
-            _ => crate::compat::Os::Linux,
+            Platform::Win64 => crate::core::compat::Os::Windows,
+            _ => crate::core::compat::Os::Linux,
         }
     }
 }
@@ -267,7 +267,7 @@ pub fn parse(
     text: &str,
     format: Format,
     file: &str,
-    table: &crate::compat::Table,
+    table: &crate::core::compat::Table,
 ) -> Result<Spec, SpecErrors> {
     let raw = parse_raw(text, format, file).map_err(|d| SpecErrors {
         diagnostics: vec![d],

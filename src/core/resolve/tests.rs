@@ -2,10 +2,10 @@
 //! so that refreshing the real table's data never breaks a logic test.
 
 use super::*;
-use crate::compat::Table;
-use crate::spec::{parse, Format};
+use crate::core::compat::Table;
+use crate::core::spec::{parse, Format};
 
-const FIXTURE: &str = include_str!("../../tests/fixtures/compat-fixture.toml");
+const FIXTURE: &str = include_str!("../../../tests/fixtures/compat-fixture.toml");
 
 fn table() -> Table {
     Table::parse(FIXTURE, "fixture").unwrap_or_else(|f| panic!("{f}"))

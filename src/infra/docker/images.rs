@@ -3,7 +3,7 @@
 //! Performs network I/O against the engine.
 
 use super::{codes, engine_error, is_not_found, short_error, Engine};
-use crate::diag::{Diagnostic, Failure};
+use crate::core::diag::{Diagnostic, Failure};
 use bollard::query_parameters::{CreateImageOptionsBuilder, RemoveImageOptionsBuilder};
 use futures_util::StreamExt;
 use std::collections::HashMap;

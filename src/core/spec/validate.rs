@@ -5,9 +5,9 @@
 use super::codes::{INVALID_SPEC, UNPINNED_VERSION, UNSAFE_VALUE};
 use super::raw::RawSpec;
 use super::{CondaPkg, Image, Locator, PipPkg, Platform, Run, Source, Spec, Target, Variant};
-use crate::compat::Table;
-use crate::diag::Diagnostic;
-use crate::version::Version;
+use crate::core::compat::Table;
+use crate::core::diag::Diagnostic;
+use crate::core::version::Version;
 
 /// No spec value needs more; longer ones are refused before they reach any output.
 pub const MAX_VALUE_LEN: usize = 200;

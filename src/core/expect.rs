@@ -2,8 +2,8 @@
 //! script's [`Expectations`]. Used by `render` (the image's `expect.json`), `image`, `test` and
 //! `smoke --lock`, so every path checks the same facts. This module performs no I/O.
 
-use crate::lock::Lock;
-use crate::smoke::Expectations;
+use crate::core::lock::Lock;
+use crate::core::smoke::Expectations;
 
 /// Packages beside torch whose installed version the smoke test compares, when the lock has them.
 const COMPANIONS: &[&str] = &["torchvision", "torchaudio", "numpy"];

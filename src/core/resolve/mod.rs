@@ -2,17 +2,17 @@
 //! codes and hints. Every problem is reported at once. This module performs no I/O; "today" is
 //! the table's `as_of` date, so the same inputs give the same answer on every machine.
 
-use crate::compat::{variant_cuda, variant_of, Confidence, GpuKind, Os, Table, TorchRow};
-use crate::diag::Diagnostic;
-use crate::lock::{Install, Lock, LockedGpu, LockedImage, LOCK_VERSION};
-use crate::spec::{Platform, Source, Spec};
-use crate::version::{coverage, Cc, Coverage, Version};
+use crate::core::compat::{variant_cuda, variant_of, Confidence, GpuKind, Os, Table, TorchRow};
+use crate::core::diag::Diagnostic;
+use crate::core::lock::{Install, Lock, LockedGpu, LockedImage, LOCK_VERSION};
+use crate::core::spec::{Platform, Source, Spec};
+use crate::core::version::{coverage, Cc, Coverage, Version};
 use std::collections::BTreeMap;
 
 /// Diagnostic codes of resolution (spec parsing adds INVALID_SPEC, UNPINNED_VERSION,
 /// UNSAFE_VALUE). Documented in the README.
 pub mod codes {
-    use crate::diag::Code;
+    use crate::core::diag::Code;
     // errors
     pub const DRIVER_TOO_OLD: Code = "DRIVER_TOO_OLD";
     pub const ARCH_NOT_IN_WHEEL: Code = "ARCH_NOT_IN_WHEEL";
@@ -410,8 +410,8 @@ enum DriverMode {
 }
 
 struct DriverFacts {
-    native: Option<crate::compat::DriverReq>,
-    floor: Option<crate::compat::DriverReq>,
+    native: Option<crate::core::compat::DriverReq>,
+    floor: Option<crate::core::compat::DriverReq>,
 }
 
 fn driver_facts(table: &Table, build: &Build, os: Os) -> DriverFacts {
@@ -1221,9 +1221,9 @@ pub fn resolve(spec: &Spec, table: &Table, spec_sha256: &str) -> Resolution {
         None => {
             let row = table.base_image.iter().find(|r| {
                 if wants_conda {
-                    r.kind == crate::compat::BaseKind::Conda
+                    r.kind == crate::core::compat::BaseKind::Conda
                 } else {
-                    r.kind == crate::compat::BaseKind::Wheel && r.python.as_ref() == Some(&py_minor)
+                    r.kind == crate::core::compat::BaseKind::Wheel && r.python.as_ref() == Some(&py_minor)
                 }
             });
             match row {
@@ -1407,7 +1407,7 @@ pub fn resolve(spec: &Spec, table: &Table, spec_sha256: &str) -> Resolution {
 
 /// sha256 of the spec's canonical JSON form.
 pub fn spec_hash(spec: &Spec) -> String {
-    crate::hash::sha256_hex(serde_json::to_string(spec).unwrap_or_default().as_bytes())
+    crate::core::hash::sha256_hex(serde_json::to_string(spec).unwrap_or_default().as_bytes())
 }
 
 #[cfg(test)]

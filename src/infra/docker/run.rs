@@ -4,8 +4,8 @@
 //! timeout and interruption. Performs network I/O against the engine.
 
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
-use crate::diag::{Diagnostic, Failure};
-use crate::smoke::{Expectations, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::smoke::{Expectations, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
 use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
@@ -466,7 +466,7 @@ async fn run_inner(
     }
     // The same parser as `envbuild smoke`: one schema-1 document, verdict and exit code agreeing.
     let code = i32::try_from(exit_code).ok();
-    let report = crate::smoke::parse_output(&stdout, &stderr, code).map_err(|mut f| {
+    let report = crate::core::smoke::parse_output(&stdout, &stderr, code).map_err(|mut f| {
         for d in &mut f.diagnostics {
             d.message = format!("in `{}`: {}", req.image, d.message);
         }

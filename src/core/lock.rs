@@ -1,7 +1,7 @@
 //! The lock: what a spec resolved to, versioned, sorted and byte-for-byte reproducible, plus the
 //! comparison behind `--locked`. This module performs no I/O.
 
-use crate::spec::{Platform, Source, Variant};
+use crate::core::spec::{Platform, Source, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -154,7 +154,7 @@ impl Lock {
 
     /// sha256 of the canonical lock text: the image's content address.
     pub fn hash(&self) -> Result<String, String> {
-        Ok(crate::hash::sha256_hex(self.to_toml()?.as_bytes()))
+        Ok(crate::core::hash::sha256_hex(self.to_toml()?.as_bytes()))
     }
 
     /// A compact one-line JSON summary for image labels.

@@ -1,6 +1,6 @@
 //! File helpers: bounded reads and atomic writes. This module performs file I/O.
 
-use crate::diag::{Diagnostic, Failure};
+use crate::core::diag::{Diagnostic, Failure};
 use std::io::Write;
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! `envbuild doctor`'s judgement: given what the host probes found ([`crate::host::HostFacts`])
+//! `envbuild doctor`'s judgement: given what the host probes found ([`crate::infra::host::HostFacts`])
 //! and, optionally, what a lock's build needs ([`DoctorExpect`]), decide whether the build runs
 //! here (native, minor-version compatibility, driver too old) and carries every GPU's
 //! architecture. This module performs no I/O.
@@ -6,10 +6,10 @@
 //! The container-GPU section is filled by the Docker layer ([`ContainerGpu`]); until it is wired,
 //! the report says "not checked".
 
-use crate::compat::{Os, Table};
-use crate::host::HostFacts;
-use crate::smoke::{render_checks, Check, CheckStatus, Expectations, Verdict};
-use crate::version::{coverage, Cc, Coverage, Version};
+use crate::core::compat::{Os, Table};
+use crate::infra::host::HostFacts;
+use crate::core::smoke::{render_checks, Check, CheckStatus, Expectations, Verdict};
+use crate::core::version::{coverage, Cc, Coverage, Version};
 use serde::Serialize;
 
 /// Check codes of `envbuild doctor` (documented in `docs/smoke.md`).
@@ -49,7 +49,7 @@ pub struct DoctorExpect {
 impl DoctorExpect {
     /// What a lock says about the host: its CUDA, the native and minor-version drivers, and
     /// the architectures the build carries.
-    pub fn from_lock(lock: &crate::lock::Lock) -> DoctorExpect {
+    pub fn from_lock(lock: &crate::core::lock::Lock) -> DoctorExpect {
         let cc = |list: &[String]| list.iter().filter_map(|a| Cc::parse(a)).collect::<Vec<_>>();
         DoctorExpect {
             cuda: Version::parse(&lock.cuda),
@@ -114,8 +114,8 @@ pub struct DoctorReport {
 impl DoctorReport {
     pub fn exit_code(&self) -> i32 {
         match self.status {
-            Verdict::Pass => crate::diag::exit::OK,
-            Verdict::Fail => crate::diag::exit::FAILURE,
+            Verdict::Pass => crate::core::diag::exit::OK,
+            Verdict::Fail => crate::core::diag::exit::FAILURE,
         }
     }
 }
@@ -471,7 +471,7 @@ pub fn render(report: &DoctorReport, color: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::Gpu;
+    use crate::infra::host::Gpu;
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
@@ -505,7 +505,7 @@ mod tests {
                 arch_list: arch.iter().map(|s| s.to_string()).collect(),
                 ..Default::default()
             },
-            &crate::compat::Table::embedded().unwrap(),
+            &crate::core::compat::Table::embedded().unwrap(),
         )
     }
 

@@ -5,7 +5,7 @@
 
 use super::run::{gpu_request, remove_run_containers};
 use super::{is_not_found, labels, new_run_id, short_error, Engine};
-use crate::doctor::ContainerGpu;
+use crate::core::doctor::ContainerGpu;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{CreateContainerOptionsBuilder, ListImagesOptionsBuilder};
 use std::collections::HashMap;

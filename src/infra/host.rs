@@ -8,10 +8,10 @@
 //! unit-tested on real text; [`probe`] and the NVML/`nvidia-smi`/`/proc` readers perform I/O.
 //! Declared, not detected: nothing here changes what gets built, it is only checked.
 
-use crate::compat::Table;
-use crate::diag::Failure;
-use crate::proc::{self, RunError};
-use crate::version::{Cc, Version};
+use crate::core::compat::Table;
+use crate::core::diag::Failure;
+use crate::infra::proc::{self, RunError};
+use crate::core::version::{Cc, Version};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::Command;
@@ -460,7 +460,7 @@ fn probe_smi(smi: &str, timeout: Duration, table: &Table, found: &mut Found) {
 /// NVML through `libloading`: the library is optional at run time.
 mod nvml {
     use super::{cuda_from_int, Gpu};
-    use crate::version::{Cc, Version};
+    use crate::core::version::{Cc, Version};
     use libloading::{Library, Symbol};
     use std::ffi::{c_char, c_int, c_uint, c_void};
 
@@ -799,7 +799,7 @@ Mon Nov 30 17:23:48 2026
     #[test]
     fn bad_overrides_are_usage_errors() {
         let e = probe_t(&forced(Some("latest"), None, None)).unwrap_err();
-        assert_eq!(e.exit_code, crate::diag::exit::USAGE);
+        assert_eq!(e.exit_code, crate::core::diag::exit::USAGE);
         assert!(e.to_string().contains("ENVBUILD_DRIVER_VERSION"));
         let e = probe_t(&forced(None, None, Some("Voodoo5"))).unwrap_err();
         assert!(e.to_string().contains("Voodoo5"));

@@ -13,13 +13,13 @@ pub mod gpu_probe;
 pub mod images;
 pub mod run;
 
-use crate::diag::{Diagnostic, Failure};
+use crate::core::diag::{Diagnostic, Failure};
 use bollard::Docker;
 use std::time::Duration;
 
 /// Diagnostic codes of the engine layer (listed in docs/image.md).
 pub mod codes {
-    use crate::diag::Code;
+    use crate::core::diag::Code;
     pub const ENGINE_UNREACHABLE: Code = "ENGINE_UNREACHABLE";
     pub const ENGINE_ERROR: Code = "ENGINE_ERROR";
     pub const BASE_IMAGE_MISSING: Code = "BASE_IMAGE_MISSING";
@@ -30,7 +30,7 @@ pub mod codes {
     pub const NO_GPU_RUNTIME: Code = "NO_GPU_RUNTIME";
     pub const INTERRUPTED: Code = "INTERRUPTED";
     // The smoke test's own codes, shared with `envbuild smoke` (listed in `smoke::codes`).
-    pub use crate::smoke::codes::{
+    pub use crate::core::smoke::codes::{
         BAD_OUTPUT as SMOKE_BAD_OUTPUT, FAILED as SMOKE_FAILED,
         PYTHON_NOT_FOUND as SMOKE_PYTHON_NOT_FOUND, TIMEOUT as SMOKE_TIMEOUT,
     };
@@ -53,7 +53,7 @@ pub mod codes {
 /// Image and container labels envbuild sets (and filters on). The image labels are the ones
 /// the rendered Dockerfile writes (`render::LABEL_*`), so both sides read the same keys.
 pub mod labels {
-    pub use crate::render::{
+    pub use crate::core::render::{
         LABEL_LOCK_SHA256 as LOCK_SHA256, LABEL_LOCK_SUMMARY as SUMMARY, LABEL_VARIANT as VARIANT,
     };
     /// On every smoke-test container, so leftovers can be found with a label filter.
@@ -208,7 +208,7 @@ pub fn new_run_id() -> String {
     hex(&Sha256::digest(seed.as_bytes()))[..16].to_string()
 }
 
-pub use crate::hash::hex;
+pub use crate::core::hash::hex;
 
 /// A tokio runtime for one command. Two worker threads are plenty for one engine connection.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

@@ -2,12 +2,12 @@
 //! envbuild rendered) into a spec. Floating versions are refused with hints. The result is
 //! re-validated as a spec before it is returned. This module performs no I/O.
 
-use crate::compat::{variant_cuda, Table};
-use crate::diag::Diagnostic;
-use crate::lock::{EnvMetadata, ENV_METADATA_PREFIX};
-use crate::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
-use crate::spec::{default_channels, parse_conda_pkg, parse_pip_pkg, PkgParse, Source};
-use crate::version::Version;
+use crate::core::compat::{variant_cuda, Table};
+use crate::core::diag::Diagnostic;
+use crate::core::lock::{EnvMetadata, ENV_METADATA_PREFIX};
+use crate::core::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use crate::core::spec::{default_channels, parse_conda_pkg, parse_pip_pkg, PkgParse, Source};
+use crate::core::version::Version;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -86,7 +86,7 @@ pub fn import(
 ) -> Result<String, Vec<Diagnostic>> {
     let options = serde_saphyr::options! { with_snippet: false };
     let env: EnvFile = serde_saphyr::from_str_with_options(text, options).map_err(|e| {
-        let loc = e.location().map(|l| crate::diag::Location {
+        let loc = e.location().map(|l| crate::core::diag::Location {
             file: file.to_string(),
             line: l.line() as usize,
             column: l.column() as usize,
@@ -402,7 +402,7 @@ pub fn import(
     }
 
     // Whatever came in must make a valid spec (this also refuses unsafe values).
-    crate::spec::parse(&out, crate::spec::Format::Toml, "<imported spec>", table)
+    crate::core::spec::parse(&out, crate::core::spec::Format::Toml, "<imported spec>", table)
         .map_err(|e| e.diagnostics)?;
     Ok(out)
 }

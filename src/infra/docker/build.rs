@@ -5,7 +5,7 @@
 
 use super::context::{build_context, label_target_stage, parse_dockerfile};
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
-use crate::diag::{Diagnostic, Failure};
+use crate::core::diag::{Diagnostic, Failure};
 use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, HashMap, VecDeque};

@@ -212,15 +212,15 @@ pub mod codes {
 
 /// Every diagnostic code envbuild can emit, for the README check.
 pub fn all_codes() -> Vec<&'static str> {
-    use crate::resolve::codes as r;
+    use crate::core::resolve::codes as r;
     let mut v = vec![
         codes::USAGE,
         codes::INTERNAL,
         codes::IO_ERROR,
-        crate::spec::codes::INVALID_SPEC,
-        crate::spec::codes::UNPINNED_VERSION,
-        crate::spec::codes::UNSAFE_VALUE,
-        crate::compat::TABLE_INVALID,
+        crate::core::spec::codes::INVALID_SPEC,
+        crate::core::spec::codes::UNPINNED_VERSION,
+        crate::core::spec::codes::UNSAFE_VALUE,
+        crate::core::compat::TABLE_INVALID,
         crate::commands::LOCK_STALE,
         crate::commands::LOCK_MISSING,
         crate::commands::INVALID_LOCK,
@@ -249,14 +249,14 @@ pub fn all_codes() -> Vec<&'static str> {
         r::TORCHAUDIO_FROZEN,
         r::EXPERIMENTAL_VARIANT,
         r::CHANNEL_MIX,
-        crate::render::codes::TEMPLATE_ERROR,
-        crate::smoke::codes::PYTHON_NOT_FOUND,
-        crate::smoke::codes::TIMEOUT,
-        crate::smoke::codes::BAD_OUTPUT,
-        crate::smoke::codes::INVALID_EXPECTATIONS,
-        crate::smoke::codes::FAILED,
+        crate::core::render::codes::TEMPLATE_ERROR,
+        crate::core::smoke::codes::PYTHON_NOT_FOUND,
+        crate::core::smoke::codes::TIMEOUT,
+        crate::core::smoke::codes::BAD_OUTPUT,
+        crate::core::smoke::codes::INVALID_EXPECTATIONS,
+        crate::core::smoke::codes::FAILED,
     ];
-    v.extend_from_slice(crate::docker::codes::ALL);
+    v.extend_from_slice(crate::infra::docker::codes::ALL);
     v.sort_unstable();
     v.dedup();
     v

@@ -6,8 +6,8 @@
 //! the pure renderers (`render_table`, `junit_xml`, `parse_output`) and one function with I/O,
 //! [`run_script`], which runs the script with a Python interpreter.
 
-use crate::diag::{exit, Diagnostic, Failure};
-use crate::proc::{self, RunError};
+use crate::core::diag::{exit, Diagnostic, Failure};
+use crate::infra::proc::{self, RunError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// The script, embedded so that `envbuild smoke`, `envbuild image` and rendered images all run
 /// the same bytes.
-pub const SCRIPT: &str = include_str!("../templates/smoke/envbuild_smoke.py");
+pub const SCRIPT: &str = include_str!("../../templates/smoke/envbuild_smoke.py");
 
 /// Where rendered images carry the script and the lock's expectations.
 pub const IMAGE_SCRIPT_PATH: &str = "/opt/envbuild/envbuild_smoke.py";
@@ -111,7 +111,7 @@ pub struct SmokeReport {
 /// Error codes of the Rust side of the smoke test (the script's own check codes are listed in
 /// `docs/smoke.md`).
 pub mod codes {
-    use crate::diag::Code;
+    use crate::core::diag::Code;
     /// The Python interpreter could not be started.
     pub const PYTHON_NOT_FOUND: Code = "SMOKE_PYTHON_NOT_FOUND";
     /// The smoke test ran past its time limit and was killed.

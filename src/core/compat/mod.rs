@@ -2,8 +2,8 @@
 //! queries. The table itself is data (`table.toml`), with a source and a confidence per row.
 //! This module performs no I/O: callers pass the table text.
 
-use crate::diag::{Diagnostic, Failure};
-use crate::version::{Cc, Version};
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::version::{Cc, Version};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! This module performs no I/O.
 
 use super::codes;
-use crate::diag::{Diagnostic, Failure};
+use crate::core::diag::{Diagnostic, Failure};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -577,6 +577,6 @@ mod tests {
     #[test]
     fn missing_dockerfile_is_a_bug_not_a_panic() {
         let err = build_context(&BTreeMap::new(), "Dockerfile").unwrap_err();
-        assert_eq!(err.exit_code, crate::diag::exit::USAGE);
+        assert_eq!(err.exit_code, crate::core::diag::exit::USAGE);
     }
 }

@@ -12,41 +12,41 @@ use std::path::{Path, PathBuf};
 pub const EMBEDDED: &[(&str, &str)] = &[
     (
         "Dockerfile.j2",
-        include_str!("../../templates/Dockerfile.j2"),
+        include_str!("../../../templates/Dockerfile.j2"),
     ),
     (
         "environment.yml.j2",
-        include_str!("../../templates/environment.yml.j2"),
+        include_str!("../../../templates/environment.yml.j2"),
     ),
     (
         "requirements.txt.j2",
-        include_str!("../../templates/requirements.txt.j2"),
+        include_str!("../../../templates/requirements.txt.j2"),
     ),
     (
         "dockerignore.j2",
-        include_str!("../../templates/dockerignore.j2"),
+        include_str!("../../../templates/dockerignore.j2"),
     ),
     (
         "dev-entrypoint.sh.j2",
-        include_str!("../../templates/dev-entrypoint.sh.j2"),
+        include_str!("../../../templates/dev-entrypoint.sh.j2"),
     ),
     (
         "constraints.txt.j2",
-        include_str!("../../templates/constraints.txt.j2"),
+        include_str!("../../../templates/constraints.txt.j2"),
     ),
     (
         "sshd_config.j2",
-        include_str!("../../templates/sshd_config.j2"),
+        include_str!("../../../templates/sshd_config.j2"),
     ),
     (
         "docker-run.sh.j2",
-        include_str!("../../templates/docker-run.sh.j2"),
+        include_str!("../../../templates/docker-run.sh.j2"),
     ),
     (
         "compose.yaml.j2",
-        include_str!("../../templates/compose.yaml.j2"),
+        include_str!("../../../templates/compose.yaml.j2"),
     ),
-    ("pod.yaml.j2", include_str!("../../templates/pod.yaml.j2")),
+    ("pod.yaml.j2", include_str!("../../../templates/pod.yaml.j2")),
 ];
 
 fn embedded(name: &str) -> Option<&'static str> {

@@ -1,0 +1,16 @@
+//! The pure core: spec, compatibility table, resolution, lock, expectations, rendering, import,
+//! the smoke test's contract and doctor's judgement. Nothing here touches a file, a process, the
+//! clock, tokio or bollard; callers pass text in and get values out, so tests drive it with values.
+
+pub mod compat;
+pub mod diag;
+pub mod doctor;
+pub mod expect;
+pub mod hash;
+pub mod import;
+pub mod lock;
+pub mod render;
+pub mod resolve;
+pub mod smoke;
+pub mod spec;
+pub mod version;
