@@ -21,7 +21,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         for _ in 0..N {
             let lock = envbuild::core::lock::Lock::from_toml(&text)?;
-            envbuild::core::render::render(&lock, &Default::default()).map_err(|f| f.to_string())?;
+            envbuild::core::render::render(&lock, &Default::default())
+                .map_err(|f| f.to_string())?;
         }
         let label = format!("{}: parse lock + render", dir.display());
         println!("{label:45} {:?}", t.elapsed() / N);

@@ -9,10 +9,10 @@ use super::smoke_run::{report, smoke, SmokeResult, SmokeSettings};
 use super::verdict::passed;
 use crate::cli::{GpusArg, ImageArgs, VariantArg};
 use crate::core::diag::Failure;
+use crate::core::smoke::{Expectations, SmokeReport};
 use crate::infra::docker::build::{build, BuildEvent, BuildOutcome, BuildRequest};
 use crate::infra::docker::run::{self as drun, Interrupt, SmokeOutcome};
 use crate::infra::docker::{self, Engine};
-use crate::core::smoke::{Expectations, SmokeReport};
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -174,12 +174,12 @@ fn render_files(
     templates: Option<&Path>,
     spec_dir: &Path,
 ) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
-    let rendered = crate::core::render::render(
-        lock,
-        &crate::core::render::RenderOptions {
-            templates_dir: templates.map(Path::to_path_buf),
-        },
-    )?;
+    let overrides = match templates {
+        Some(dir) => Some(crate::infra::fs::read_template_dir(dir)?),
+        None => None,
+    };
+    let rendered =
+        crate::core::render::render(lock, &crate::core::render::RenderOptions { overrides })?;
     let mut files: BTreeMap<String, Vec<u8>> = rendered
         .context_files()
         .map(|(p, b)| (p.to_string(), b.to_vec()))

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 /// `FILE.lock` or `envbuild.lock` is a lock; anything else is a spec.
 fn is_lock_path(p: &Path) -> bool {
     p.extension().is_some_and(|e| e == "lock")
-        || p.file_name().is_some_and(|n| n == crate::core::lock::FILE_NAME)
+        || p.file_name()
+            .is_some_and(|n| n == crate::core::lock::FILE_NAME)
 }
 
 pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
@@ -39,23 +40,11 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
             }
         }
     };
-    if let Some(dir) = &args.templates {
-        if !dir.is_dir() {
-            return Err(Failure::one(
-                Diagnostic::error(
-                    crate::core::render::codes::TEMPLATE_ERROR,
-                    format!("`{}` is not a directory of templates", dir.display()),
-                )
-                .with_hint("create one with `envbuild templates dump DIR`"),
-            ));
-        }
-    }
-    let rendered = render(
-        &lock,
-        &RenderOptions {
-            templates_dir: args.templates.clone(),
-        },
-    )?;
+    let overrides = match &args.templates {
+        Some(dir) => Some(crate::infra::fs::read_template_dir(dir)?),
+        None => None,
+    };
+    let rendered = render(&lock, &RenderOptions { overrides })?;
     let out = match &args.out {
         Some(o) => o.clone(),
         None => args

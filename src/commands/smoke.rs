@@ -27,7 +27,7 @@ pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
         ExpectArg::Gpu => Mode::Gpu,
         ExpectArg::Cpu => Mode::Cpu,
     };
-    let report = smoke::run_script(
+    let report = crate::infra::python::run_script(
         &args.python,
         &expectations,
         mode,

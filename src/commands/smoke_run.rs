@@ -4,9 +4,9 @@
 
 use super::verdict::{junit_xml, passed, render_table, SuiteResult};
 use crate::core::diag::Failure;
+use crate::core::smoke::Expectations;
 use crate::infra::docker::run::{run_smoke, Interrupt, SmokeMode, SmokeOutcome, SmokeRequest};
 use crate::infra::docker::Engine;
-use crate::core::smoke::Expectations;
 use std::path::Path;
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 use super::smoke_run::{report, smoke, SmokeResult, SmokeSettings};
 use crate::cli::{GpusArg, TestArgs};
 use crate::core::diag::{Diagnostic, Failure};
-use crate::infra::docker::{self, codes, images, labels, run};
 use crate::core::smoke::Expectations;
+use crate::infra::docker::{self, codes, images, labels, run};
 use std::path::Path;
 use std::time::Duration;
 

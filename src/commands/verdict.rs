@@ -20,7 +20,10 @@ pub fn passed(report: &SmokeReport, exit_code: i64) -> bool {
 
 /// The report as a table (`smoke::render_table`) under a title naming the image.
 pub fn render_table(title: &str, report: &SmokeReport, color: bool) -> String {
-    format!("{title}\n{}", crate::core::smoke::render_table(report, color))
+    format!(
+        "{title}\n{}",
+        crate::core::smoke::render_table(report, color)
+    )
 }
 
 /// One JUnit test suite per smoke run; a run that produced no report is one failing case.

@@ -1,4 +1,4 @@
-//! `envbuild doctor`'s judgement: given what the host probes found ([`crate::infra::host::HostFacts`])
+//! `envbuild doctor`'s judgement: given what the host probes found ([`crate::core::host::HostFacts`])
 //! and, optionally, what a lock's build needs ([`DoctorExpect`]), decide whether the build runs
 //! here (native, minor-version compatibility, driver too old) and carries every GPU's
 //! architecture. This module performs no I/O.
@@ -7,7 +7,7 @@
 //! the report says "not checked".
 
 use crate::core::compat::{Os, Table};
-use crate::infra::host::HostFacts;
+use crate::core::host::HostFacts;
 use crate::core::smoke::{render_checks, Check, CheckStatus, Expectations, Verdict};
 use crate::core::version::{coverage, Cc, Coverage, Version};
 use serde::Serialize;
@@ -471,7 +471,7 @@ pub fn render(report: &DoctorReport, color: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::infra::host::Gpu;
+    use crate::core::host::Gpu;
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()

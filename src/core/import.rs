@@ -402,8 +402,13 @@ pub fn import(
     }
 
     // Whatever came in must make a valid spec (this also refuses unsafe values).
-    crate::core::spec::parse(&out, crate::core::spec::Format::Toml, "<imported spec>", table)
-        .map_err(|e| e.diagnostics)?;
+    crate::core::spec::parse(
+        &out,
+        crate::core::spec::Format::Toml,
+        "<imported spec>",
+        table,
+    )
+    .map_err(|e| e.diagnostics)?;
     Ok(out)
 }
 

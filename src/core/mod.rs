@@ -7,6 +7,7 @@ pub mod diag;
 pub mod doctor;
 pub mod expect;
 pub mod hash;
+pub mod host;
 pub mod import;
 pub mod lock;
 pub mod render;

@@ -52,6 +52,42 @@ pub fn read_text(path: &Path) -> Result<String, Failure> {
     })
 }
 
+/// Read a `--templates DIR` into memory: every regular file directly in DIR whose name does not
+/// start with `.`, each through [`read_text`]. Symlinks and subdirectories are not followed (a
+/// template cannot pull in a file from outside DIR).
+pub fn read_template_dir(dir: &Path) -> Result<crate::core::render::TemplateOverrides, Failure> {
+    let not_a_dir = || {
+        Failure::one(
+            Diagnostic::error(
+                crate::core::render::codes::TEMPLATE_ERROR,
+                format!("`{}` is not a directory of templates", dir.display()),
+            )
+            .with_hint("create one with `envbuild templates dump DIR`"),
+        )
+    };
+    if !dir.is_dir() {
+        return Err(not_a_dir());
+    }
+    let mut files = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| Failure::io(dir, &e))? {
+        let entry = entry.map_err(|e| Failure::io(dir, &e))?;
+        let file_type = entry
+            .file_type()
+            .map_err(|e| Failure::io(&entry.path(), &e))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if !file_type.is_file() || name.starts_with('.') {
+            continue;
+        }
+        files.insert(name, read_text(&entry.path())?);
+    }
+    Ok(crate::core::render::TemplateOverrides {
+        origin: dir.display().to_string(),
+        files,
+    })
+}
+
 /// Write `contents` to `path` atomically: a temporary file in the same directory, fsync, rename.
 /// On any error nothing is left at `path` that was not there before.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {

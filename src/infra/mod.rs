@@ -6,3 +6,4 @@ pub mod docker;
 pub mod fs;
 pub mod host;
 pub mod proc;
+pub mod python;

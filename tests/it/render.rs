@@ -231,7 +231,11 @@ fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec<Stage> {
         }
     }
     let mut targets = vec!["runtime"];
-    if lock.image.variants.contains(&envbuild::core::spec::Variant::Dev) {
+    if lock
+        .image
+        .variants
+        .contains(&envbuild::core::spec::Variant::Dev)
+    {
         targets.push("dev");
     }
     for t in targets {
@@ -524,7 +528,8 @@ fn every_yaml_parses_and_pins_are_exact() {
             .lines()
             .find_map(|l| l.strip_prefix(envbuild::core::lock::ENV_METADATA_PREFIX))
             .expect("metadata line");
-        let _: envbuild::core::lock::EnvMetadata = serde_json::from_str(meta).expect("metadata JSON");
+        let _: envbuild::core::lock::EnvMetadata =
+            serde_json::from_str(meta).expect("metadata JSON");
 
         if let Some(req) = r.text("requirements.txt") {
             let lines: Vec<&str> = req.lines().filter(|l| !l.starts_with('#')).collect();
@@ -602,7 +607,11 @@ fn expect_json_matches_expectations_from_lock() {
         let r = render_default(&lock);
         let e: envbuild::core::smoke::Expectations =
             serde_json::from_str(r.text("envbuild/expect.json").expect("expect")).expect("json");
-        assert_eq!(e, envbuild::core::expect::expectations_from_lock(&lock), "{dir}");
+        assert_eq!(
+            e,
+            envbuild::core::expect::expectations_from_lock(&lock),
+            "{dir}"
+        );
         assert_eq!(
             e.torch.as_deref(),
             lock.packages
@@ -739,10 +748,10 @@ fn user_templates_override_and_fall_back() {
         .map(|(_, t)| t.replace("# ---- runtime", "# team override\n# ---- runtime"))
         .expect("Dockerfile.j2");
     std::fs::write(dir.path().join("Dockerfile.j2"), custom).expect("write");
-    let opts = RenderOptions {
-        templates_dir: Some(dir.path().to_path_buf()),
+    let read = || RenderOptions {
+        overrides: Some(envbuild::infra::fs::read_template_dir(dir.path()).expect("read dir")),
     };
-    let r = render(&lock, &opts).expect("render");
+    let r = render(&lock, &read()).expect("render");
     assert!(r
         .text("Dockerfile")
         .expect("Dockerfile")
@@ -756,7 +765,7 @@ fn user_templates_override_and_fall_back() {
     }
     // A strict-undefined error in a user template is the user's TEMPLATE_ERROR (exit 1).
     std::fs::write(dir.path().join("pod.yaml.j2"), "{{ no_such_variable }}\n").expect("write");
-    let err = render(&lock, &opts).expect_err("undefined variable");
+    let err = render(&lock, &read()).expect_err("undefined variable");
     assert_eq!(err.diagnostics[0].code, "TEMPLATE_ERROR");
     assert_eq!(err.exit_code, 1);
     assert!(err.to_string().contains("pod.yaml.j2"), "{err}");

@@ -1,12 +1,13 @@
 //! The embedded templates and the minijinja environment that renders them.
 //!
-//! Templates are compiled into the binary (`include_str!`). With `--templates DIR`, one loader
-//! looks in DIR first and falls back to the embedded copy; that lookup is the only I/O here
+//! Templates are compiled into the binary (`include_str!`). With `--templates DIR`, the loader
+//! looks in the team's files (read by the caller) first and falls back to the embedded copy
 //! (`add_template` would always win over a loader, so both sources live inside the loader).
+//! This module performs no I/O.
 
 use super::filters;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
 
 /// Every embedded template: (name, text). `envbuild templates dump` writes exactly these.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -46,7 +47,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         "compose.yaml.j2",
         include_str!("../../../templates/compose.yaml.j2"),
     ),
-    ("pod.yaml.j2", include_str!("../../../templates/pod.yaml.j2")),
+    (
+        "pod.yaml.j2",
+        include_str!("../../../templates/pod.yaml.j2"),
+    ),
 ];
 
 fn embedded(name: &str) -> Option<&'static str> {
@@ -55,7 +59,9 @@ fn embedded(name: &str) -> Option<&'static str> {
 
 /// A minijinja environment: strict undefined, no auto-escaping (Dockerfiles and YAML are not
 /// HTML; quoting is explicit with `dq`, `yaml_str` and `sh`), trailing newline kept.
-pub(super) fn environment(user_dir: Option<PathBuf>) -> Result<Environment<'static>, Error> {
+pub(super) fn environment(
+    overrides: Option<BTreeMap<String, String>>,
+) -> Result<Environment<'static>, Error> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -73,31 +79,12 @@ pub(super) fn environment(user_dir: Option<PathBuf>) -> Result<Environment<'stat
         filters::sh(&s).map_err(|e| Error::new(ErrorKind::InvalidOperation, e))
     });
     env.set_loader(move |name: &str| {
-        if let Some(dir) = &user_dir {
-            if let Some(text) = read_user_template(dir, name)? {
-                return Ok(Some(text));
-            }
+        if let Some(text) = overrides.as_ref().and_then(|o| o.get(name)) {
+            return Ok(Some(text.clone()));
         }
         Ok(embedded(name).map(str::to_string))
     });
     Ok(env)
-}
-
-/// The user's copy of `name` in `dir`, if it exists. Names with path separators or `..` are
-/// not looked up there (a template cannot reach outside DIR).
-fn read_user_template(dir: &Path, name: &str) -> Result<Option<String>, Error> {
-    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
-        return Ok(None);
-    }
-    let path = dir.join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => Ok(Some(t)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::new(
-            ErrorKind::TemplateNotFound,
-            format!("cannot read `{}`: {e}", path.display()),
-        )),
-    }
 }
 
 /// The embedded templates as (file name, bytes), for `envbuild templates dump`.

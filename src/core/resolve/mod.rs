@@ -1223,7 +1223,8 @@ pub fn resolve(spec: &Spec, table: &Table, spec_sha256: &str) -> Resolution {
                 if wants_conda {
                     r.kind == crate::core::compat::BaseKind::Conda
                 } else {
-                    r.kind == crate::core::compat::BaseKind::Wheel && r.python.as_ref() == Some(&py_minor)
+                    r.kind == crate::core::compat::BaseKind::Wheel
+                        && r.python.as_ref() == Some(&py_minor)
                 }
             });
             match row {
