@@ -10,6 +10,7 @@
 // Diagnostics are returned by value on cold error paths; boxing them buys nothing here.
 #![allow(clippy::result_large_err)]
 
+pub mod app;
 pub mod cli;
 pub mod commands;
 pub mod core;

@@ -10,9 +10,9 @@ use std::io::Write;
 
 pub fn run(table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
     let expect = match (&args.lock, &args.expect_file) {
-        (Some(lock), _) => Some(DoctorExpect::from_lock(&super::read_lock(lock)?)),
+        (Some(lock), _) => Some(DoctorExpect::from_lock(&crate::app::read_lock(lock)?)),
         (None, Some(path)) => Some(DoctorExpect::from_expectations(
-            &super::read_expectations(path)?,
+            &crate::app::read_expectations(path)?,
             table,
         )),
         (None, None) => None,

@@ -222,14 +222,14 @@ fn current_lock(
     args: &ImageArgs,
 ) -> Result<Option<crate::core::lock::Lock>, Failure> {
     use crate::core::diag::Diagnostic;
-    let loaded = match super::load_spec(&args.spec, table) {
+    let loaded = match crate::app::load_spec(&args.spec, table) {
         Ok(l) => l,
         Err(diags) => {
             super::eprint_diagnostics(&diags);
             return Ok(None);
         }
     };
-    let res = super::resolve_loaded(&loaded, table);
+    let res = crate::app::resolve_loaded(&loaded, table);
     let mut diags = res.diagnostics;
     let Some(lock) = res.lock.filter(|_| !diags.iter().any(Diagnostic::is_error)) else {
         super::eprint_diagnostics(&diags);
@@ -238,13 +238,13 @@ fn current_lock(
     let text = lock
         .to_toml()
         .map_err(|e| Failure::bug(format!("cannot serialise the lock: {e}")))?;
-    let path = super::lock_path(&args.spec, None);
+    let path = crate::app::lock_path(&args.spec, None);
     if args.update_lock {
         crate::infra::fs::write_atomic(&path, text.as_bytes())?;
         super::eprint_diagnostics(&diags);
         return Ok(Some(lock));
     }
-    let problem = super::lock::stale_lock(
+    let problem = crate::app::lock::stale_lock(
         &path,
         &text,
         "run `envbuild lock SPEC` and commit the lock, or pass --update-lock",

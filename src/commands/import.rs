@@ -26,7 +26,7 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
             if out.exists() && !args.force {
                 return Err(Failure::one(
                     Diagnostic::error(
-                        super::OUTPUT_EXISTS,
+                        crate::app::codes::OUTPUT_EXISTS,
                         format!("{} already exists", out.display()),
                     )
                     .with_hint("pass --force to overwrite it, or choose another --out"),

@@ -2,7 +2,7 @@
 //! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
 
 mod import;
-pub(crate) mod lock;
+mod lock;
 mod render;
 mod table;
 
@@ -11,23 +11,12 @@ pub mod smoke_run;
 pub mod test;
 pub mod verdict;
 
-pub use lock::{LOCK_MISSING, LOCK_STALE};
-
-/// A lock file that cannot be read.
-pub const INVALID_LOCK: crate::core::diag::Code = "INVALID_LOCK";
-/// An output file exists and `--force` was not given.
-pub const OUTPUT_EXISTS: crate::core::diag::Code = "OUTPUT_EXISTS";
-
 mod doctor;
 mod smoke;
 
+use crate::app::load_table;
 use crate::cli::{Cli, Command};
-use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::lock::Lock;
-use crate::core::resolve::Resolution;
-use crate::core::spec::{Format, Locator, Spec};
-use std::path::Path;
 
 /// Run one command; `Ok(code)` is the exit code of a command that ran to completion.
 pub fn run(cli: Cli) -> Result<i32, Failure> {
@@ -43,96 +32,6 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         Command::Image(args) => image::run(&table, args),
         Command::Test(args) => test::run(&table, args),
     }
-}
-
-/// The embedded table, or `--table FILE`.
-pub fn load_table(path: Option<&Path>) -> Result<Table, Failure> {
-    match path {
-        None => Table::embedded(),
-        Some(p) => {
-            let text = crate::infra::fs::read_text(p)?;
-            Table::parse(&text, &p.display().to_string())
-        }
-    }
-}
-
-/// A spec read from disk, with its text kept for locating diagnostics.
-pub struct LoadedSpec {
-    pub spec: Spec,
-    pub text: String,
-    pub display: String,
-}
-
-/// Read and validate a spec file; on failure the diagnostics carry file:line:column. When the
-/// spec is invalid but resolvable, its resolution problems are reported too (every problem at
-/// once).
-pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
-    let display = path.display().to_string();
-    let text = crate::infra::fs::read_text(path).map_err(|f| f.diagnostics)?;
-    match crate::core::spec::parse(&text, Format::from_path(path), &display, table) {
-        Ok(spec) => Ok(LoadedSpec {
-            spec,
-            text,
-            display,
-        }),
-        Err(e) => {
-            let mut diags = e.diagnostics;
-            if let Some(partial) = e.partial {
-                let loaded = LoadedSpec {
-                    spec: *partial,
-                    text,
-                    display,
-                };
-                let res = resolve_loaded(&loaded, table);
-                diags.extend(res.diagnostics.into_iter().filter(|d| d.is_error()));
-            }
-            Err(diags)
-        }
-    }
-}
-
-/// Resolve a loaded spec and give every diagnostic that names a spec key its location.
-pub fn resolve_loaded(loaded: &LoadedSpec, table: &Table) -> Resolution {
-    let hash = crate::core::resolve::spec_hash(&loaded.spec);
-    let mut res = crate::core::resolve::resolve(&loaded.spec, table, &hash);
-    let locator = Locator::new(&loaded.text, &loaded.display);
-    for d in &mut res.diagnostics {
-        if d.location.is_none() {
-            if let Some(f) = &d.field {
-                d.location = locator
-                    .find(f)
-                    .or_else(|| f.split_once('.').and_then(|(t, _)| locator.find(t)));
-            }
-        }
-    }
-    res
-}
-
-/// Where the lock of a spec lives: beside it, or in `out`.
-pub fn lock_path(spec: &Path, out: Option<&Path>) -> std::path::PathBuf {
-    let dir = match out {
-        Some(o) => o.to_path_buf(),
-        None => spec
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| Path::new(".").to_path_buf()),
-    };
-    dir.join(crate::core::lock::FILE_NAME)
-}
-
-/// Read a lock file.
-pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
-    let text = crate::infra::fs::read_text(path)?;
-    Lock::from_toml(&text).map_err(|e| {
-        Failure::one(
-            Diagnostic::error(
-                INVALID_LOCK,
-                format!("{} is not a valid envbuild lock: {e}", path.display()),
-            )
-            .with_hint("re-create it with `envbuild lock SPEC`"),
-        )
-    })
 }
 
 /// Print diagnostics to stderr (warnings included).
@@ -152,12 +51,4 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
 pub(crate) fn stdout_color() -> bool {
     use std::io::IsTerminal;
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// Read and parse an `--expect-file`.
-pub(crate) fn read_expectations(
-    path: &std::path::Path,
-) -> Result<crate::core::smoke::Expectations, Failure> {
-    let text = crate::infra::fs::read_text(path)?;
-    crate::core::smoke::Expectations::from_json(&text, &path.display().to_string())
 }

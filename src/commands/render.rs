@@ -2,7 +2,8 @@
 //! it with the pure `render` module, and write every file at once (all or nothing). Reads the
 //! input and `--templates`; writes the output directory.
 
-use super::{eprint_diagnostics, load_spec, read_lock, resolve_loaded};
+use super::eprint_diagnostics;
+use crate::app::{load_spec, read_lock, resolve_loaded};
 use crate::cli::{RenderArgs, TemplatesCommand};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Diagnostic, Failure};

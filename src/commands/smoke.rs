@@ -19,8 +19,10 @@ pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
         ));
     }
     let expectations = match (&args.lock, &args.expect_file) {
-        (Some(lock), _) => crate::core::expect::expectations_from_lock(&super::read_lock(lock)?),
-        (None, Some(path)) => super::read_expectations(path)?,
+        (Some(lock), _) => {
+            crate::core::expect::expectations_from_lock(&crate::app::read_lock(lock)?)
+        }
+        (None, Some(path)) => crate::app::read_expectations(path)?,
         (None, None) => Expectations::default(),
     };
     let mode = match args.expect {

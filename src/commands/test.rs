@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Read a lock file and map it to the smoke test's expectations.
 pub fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure> {
-    let lock = super::read_lock(path)?;
+    let lock = crate::app::read_lock(path)?;
     Ok(crate::core::expect::expectations_from_lock(&lock))
 }
 

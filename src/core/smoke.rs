@@ -119,6 +119,14 @@ pub mod codes {
     pub const INVALID_EXPECTATIONS: Code = "INVALID_EXPECTATIONS";
     /// The smoke test ran and a required check failed.
     pub const FAILED: Code = "SMOKE_FAILED";
+    /// Every code above.
+    pub const ALL: &[Code] = &[
+        PYTHON_NOT_FOUND,
+        TIMEOUT,
+        BAD_OUTPUT,
+        INVALID_EXPECTATIONS,
+        FAILED,
+    ];
 }
 
 /// The report schema this build reads and the embedded script writes.

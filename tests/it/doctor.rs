@@ -256,7 +256,7 @@ fn bad_overrides_and_lock_are_usage_errors() {
 #[test]
 fn every_doctor_code_is_documented() {
     let docs = std::fs::read_to_string(root().join("docs/smoke.md")).unwrap();
-    let src = std::fs::read_to_string(root().join("src/doctor.rs")).unwrap();
+    let src = std::fs::read_to_string(root().join("src/core/doctor.rs")).unwrap();
     let codes: Vec<&str> = src
         .lines()
         .filter_map(|l| l.trim().strip_prefix("pub const "))

@@ -30,7 +30,7 @@ fn the_readme_spec_example_locks() {
 fn every_diagnostic_code_is_documented() {
     let text = readme();
     let mut missing = Vec::new();
-    for code in envbuild::core::diag::all_codes() {
+    for code in envbuild::app::codes::all() {
         if !text.contains(&format!("`{code}`")) {
             missing.push(code);
         }

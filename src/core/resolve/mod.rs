@@ -39,6 +39,33 @@ pub mod codes {
     pub const TORCHAUDIO_FROZEN: Code = "TORCHAUDIO_FROZEN";
     pub const EXPERIMENTAL_VARIANT: Code = "EXPERIMENTAL_VARIANT";
     pub const CHANNEL_MIX: Code = "CHANNEL_MIX";
+    /// Every code above.
+    pub const ALL: &[Code] = &[
+        DRIVER_TOO_OLD,
+        ARCH_NOT_IN_WHEEL,
+        PYTHON_UNSUPPORTED,
+        CHANNEL_DISCONTINUED,
+        CHANNEL_REQUIRED,
+        NO_SUCH_VARIANT,
+        NO_SUCH_PACKAGE_VERSION,
+        GLIBC_TOO_OLD,
+        VIRTUAL_PACKAGE_UNSATISFIED,
+        UNKNOWN_GPU,
+        CONFLICTING_PIN,
+        FORWARD_COMPAT_UNSUPPORTED,
+        DRIVER_MINOR_COMPAT,
+        FORWARD_COMPAT,
+        PYTHON_EOL,
+        PYTHON_EXPERIMENTAL,
+        UNCONFIRMED_FACT,
+        PTX_JIT,
+        DRIVER_DROPS_GPU,
+        NO_TARGET_DRIVER,
+        NO_TARGET_GPUS,
+        TORCHAUDIO_FROZEN,
+        EXPERIMENTAL_VARIANT,
+        CHANNEL_MIX,
+    ];
 }
 use codes::*;
 

@@ -18,6 +18,8 @@ pub mod codes {
     pub const INVALID_SPEC: Code = "INVALID_SPEC";
     pub const UNPINNED_VERSION: Code = "UNPINNED_VERSION";
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
+    /// Every code above.
+    pub const ALL: &[Code] = &[INVALID_SPEC, UNPINNED_VERSION, UNSAFE_VALUE];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]

@@ -35,7 +35,7 @@ pub mod codes {
         PYTHON_NOT_FOUND as SMOKE_PYTHON_NOT_FOUND, TIMEOUT as SMOKE_TIMEOUT,
     };
 
-    /// Every code of the engine layer, for the README's list (`diag::all_codes`); the smoke
+    /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
     pub const ALL: &[Code] = &[
         ENGINE_UNREACHABLE,

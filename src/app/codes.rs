@@ -1,0 +1,28 @@
+//! The codes the use cases own, and the registry of every diagnostic code envbuild can emit
+//! (each module owns its codes; this list gathers them for the README check). No I/O.
+
+use crate::core::diag::Code;
+
+/// A lock file that cannot be read.
+pub const INVALID_LOCK: Code = "INVALID_LOCK";
+/// An output file exists and `--force` was not given.
+pub const OUTPUT_EXISTS: Code = "OUTPUT_EXISTS";
+/// `--locked`: the lock on disk differs from what the spec resolves to.
+pub const LOCK_STALE: Code = "LOCK_STALE";
+/// `--locked`: there is no lock on disk.
+pub const LOCK_MISSING: Code = "LOCK_MISSING";
+
+/// Every diagnostic code envbuild can emit, sorted, for the README check.
+pub fn all() -> Vec<&'static str> {
+    let mut v = vec![INVALID_LOCK, OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING];
+    v.extend_from_slice(crate::core::diag::codes::ALL);
+    v.extend_from_slice(crate::core::spec::codes::ALL);
+    v.push(crate::core::compat::TABLE_INVALID);
+    v.extend_from_slice(crate::core::resolve::codes::ALL);
+    v.push(crate::core::render::codes::TEMPLATE_ERROR);
+    v.extend_from_slice(crate::core::smoke::codes::ALL);
+    v.extend_from_slice(crate::infra::docker::codes::ALL);
+    v.sort_unstable();
+    v.dedup();
+    v
+}
