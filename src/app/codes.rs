@@ -3,8 +3,6 @@
 
 use crate::core::diag::Code;
 
-/// A lock file that cannot be read.
-pub const INVALID_LOCK: Code = "INVALID_LOCK";
 /// An output file exists and `--force` was not given.
 pub const OUTPUT_EXISTS: Code = "OUTPUT_EXISTS";
 /// `--locked`: the lock on disk differs from what the spec resolves to.
@@ -14,7 +12,8 @@ pub const LOCK_MISSING: Code = "LOCK_MISSING";
 
 /// Every diagnostic code envbuild can emit, sorted, for the README check.
 pub fn all() -> Vec<&'static str> {
-    let mut v = vec![INVALID_LOCK, OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING];
+    let mut v = vec![OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING];
+    v.push(crate::core::lock::INVALID_LOCK);
     v.extend_from_slice(crate::core::diag::codes::ALL);
     v.extend_from_slice(crate::core::spec::codes::ALL);
     v.push(crate::core::compat::TABLE_INVALID);

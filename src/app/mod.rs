@@ -3,14 +3,17 @@
 //! This layer orchestrates `infra` (files, engine, host) around the pure `core`.
 
 pub mod codes;
+pub mod import;
 pub mod lock;
+pub mod render;
 
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::Lock;
+use crate::core::lock::INVALID_LOCK;
 use crate::core::resolve::Resolution;
 use crate::core::spec::{Format, Locator, Spec};
-use codes::INVALID_LOCK;
+use crate::infra::fs::{read_text, Input};
 use std::path::Path;
 
 /// The embedded table, or `--table FILE`.
@@ -18,7 +21,7 @@ pub fn load_table(path: Option<&Path>) -> Result<Table, Failure> {
     match path {
         None => Table::embedded(),
         Some(p) => {
-            let text = crate::infra::fs::read_text(p)?;
+            let text = read_text(p, Input::Table)?;
             Table::parse(&text, &p.display().to_string())
         }
     }
@@ -36,7 +39,7 @@ pub struct LoadedSpec {
 /// once).
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
     let display = path.display().to_string();
-    let text = crate::infra::fs::read_text(path).map_err(|f| f.diagnostics)?;
+    let text = read_text(path, Input::Spec).map_err(|f| f.diagnostics)?;
     match crate::core::spec::parse(&text, Format::from_path(path), &display, table) {
         Ok(spec) => Ok(LoadedSpec {
             spec,
@@ -91,7 +94,7 @@ pub fn lock_path(spec: &Path, out: Option<&Path>) -> std::path::PathBuf {
 
 /// Read a lock file.
 pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
-    let text = crate::infra::fs::read_text(path)?;
+    let text = read_text(path, Input::Lock)?;
     Lock::from_toml(&text).map_err(|e| {
         Failure::one(
             Diagnostic::error(
@@ -107,6 +110,6 @@ pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
 pub fn read_expectations(
     path: &std::path::Path,
 ) -> Result<crate::core::smoke::Expectations, Failure> {
-    let text = crate::infra::fs::read_text(path)?;
+    let text = read_text(path, Input::Expectations)?;
     crate::core::smoke::Expectations::from_json(&text, &path.display().to_string())
 }

@@ -1,77 +1,34 @@
-//! `envbuild render` and `envbuild templates dump`: read a spec (resolved first) or a lock, render
-//! it with the pure `render` module, and write every file at once (all or nothing). Reads the
-//! input and `--templates`; writes the output directory.
+//! `envbuild render` and `envbuild templates dump`: CLI adapters over `app::render` (prints the
+//! diagnostics and what was written) and the embedded templates' dump (writes files).
 
 use super::eprint_diagnostics;
-use crate::app::{load_spec, read_lock, resolve_loaded};
+use crate::app::render as app;
 use crate::cli::{RenderArgs, TemplatesCommand};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Diagnostic, Failure};
-use crate::core::lock::Lock;
-use crate::core::render::{render, RenderOptions};
-use std::path::{Path, PathBuf};
-
-/// `FILE.lock` or `envbuild.lock` is a lock; anything else is a spec.
-fn is_lock_path(p: &Path) -> bool {
-    p.extension().is_some_and(|e| e == "lock")
-        || p.file_name()
-            .is_some_and(|n| n == crate::core::lock::FILE_NAME)
-}
+use std::path::PathBuf;
 
 pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
-    let lock: Lock = if is_lock_path(&args.input) {
-        read_lock(&args.input)?
-    } else {
-        let loaded = match load_spec(&args.input, table) {
-            Ok(l) => l,
-            Err(diags) => {
-                eprint_diagnostics(&diags);
-                return Ok(exit::FAILURE);
-            }
-        };
-        let res = resolve_loaded(&loaded, table);
-        match res.lock {
-            Some(lock) if !res.diagnostics.iter().any(Diagnostic::is_error) => {
-                eprint_diagnostics(&res.diagnostics);
-                lock
-            }
-            _ => {
-                eprint_diagnostics(&res.diagnostics);
-                return Ok(exit::FAILURE);
-            }
+    let lock = match app::lock_for(&args.input, table)? {
+        app::LockFor::Ready { lock, warnings } => {
+            eprint_diagnostics(&warnings);
+            lock
+        }
+        app::LockFor::Refused(diags) => {
+            eprint_diagnostics(&diags);
+            return Ok(exit::FAILURE);
         }
     };
-    let overrides = match &args.templates {
-        Some(dir) => Some(crate::infra::fs::read_template_dir(dir)?),
-        None => None,
-    };
-    let rendered = render(&lock, &RenderOptions { overrides })?;
-    let out = match &args.out {
-        Some(o) => o.clone(),
-        None => args
-            .input
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| Path::new("."))
-            .join("render"),
-    };
-    // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
-    // gives rendered files 0644 (scripts 0755): a build context keeps modes.
-    let files: Vec<(PathBuf, Vec<u8>)> = rendered
-        .files
-        .iter()
-        .map(|(rel, bytes)| (out.join(rel), bytes.clone()))
-        .collect();
-    let changed = files
-        .iter()
-        .filter(|(path, bytes)| std::fs::read(path).ok().as_ref() != Some(bytes))
-        .count();
-    crate::infra::fs::write_all_atomic(&files)?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| app::default_out(&args.input));
+    let w = app::write(&lock, args.templates.as_deref(), &out)?;
     eprintln!(
         "rendered {} files into {} ({} changed)",
-        rendered.files.len(),
-        out.display(),
-        changed
+        w.files,
+        w.out.display(),
+        w.changed
     );
     Ok(exit::OK)
 }

@@ -18,7 +18,7 @@ pub fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure>
 
 /// Read an `--expect FILE` (the `expect.json` format the smoke script reads).
 pub fn read_expect_file(path: &Path) -> Result<Expectations, Failure> {
-    let text = crate::infra::fs::read_text(path)?;
+    let text = crate::infra::fs::read_text(path, crate::infra::fs::Input::Expectations)?;
     Expectations::from_json(&text, &path.display().to_string())
 }
 

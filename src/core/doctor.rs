@@ -254,7 +254,7 @@ pub fn evaluate(
     }
 }
 
-/// Native, minor-version compatible, or too old (compat-facts §1.1, §1.2).
+/// Native, minor-version compatible, or too old (the table's `nv-toolkit-driver` and `nv-minor-compat` sources).
 fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     let name = "driver_compat";
     let Some(build) = &e.cuda else {

@@ -10,6 +10,9 @@ pub const LOCK_VERSION: u32 = 1;
 
 pub const FILE_NAME: &str = "envbuild.lock";
 
+/// A lock file that cannot be read.
+pub const INVALID_LOCK: crate::core::diag::Code = "INVALID_LOCK";
+
 /// A GPU of the target and how the build reaches it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

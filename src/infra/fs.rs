@@ -1,53 +1,102 @@
 //! File helpers: bounded reads and atomic writes. This module performs file I/O.
 
-use crate::core::diag::{Diagnostic, Failure};
+use crate::core::diag::{Code, Diagnostic, Failure};
 use std::io::Write;
 use std::path::Path;
 
 /// Inputs larger than this are refused before parsing: no spec or lock is anywhere near it.
 pub const MAX_INPUT_BYTES: u64 = 1024 * 1024;
 
-/// Unreadable input (too large, binary, a directory) is reported like any other bad spec.
-const INPUT_TOO_LARGE: &str = "INVALID_SPEC";
+/// What kind of file is read: a refusal (too large, binary, a directory) carries the code and
+/// hint of that kind, so a bad lock is `INVALID_LOCK` and a bad table `TABLE_INVALID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    Spec,
+    /// A conda environment.yml for `import`.
+    EnvironmentFile,
+    Lock,
+    Table,
+    Expectations,
+    Template,
+}
+
+impl Input {
+    fn code(self) -> Code {
+        match self {
+            Input::Spec | Input::EnvironmentFile => crate::core::spec::codes::INVALID_SPEC,
+            Input::Lock => crate::core::lock::INVALID_LOCK,
+            Input::Table => crate::core::compat::TABLE_INVALID,
+            Input::Expectations => crate::core::smoke::codes::INVALID_EXPECTATIONS,
+            Input::Template => crate::core::render::codes::TEMPLATE_ERROR,
+        }
+    }
+
+    /// (what it is called, how big it usually is, what it is made of), for hints.
+    fn words(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Input::Spec => ("spec", "a few hundred bytes", "a TOML or YAML text file"),
+            Input::EnvironmentFile => (
+                "environment file",
+                "a few kilobytes",
+                "a conda environment.yml (YAML text)",
+            ),
+            Input::Lock => (
+                "lock",
+                "a few kilobytes",
+                "a TOML text file written by `envbuild lock`",
+            ),
+            Input::Table => (
+                "compatibility table",
+                "under 100 kilobytes",
+                "a TOML text file like `envbuild table --toml`",
+            ),
+            Input::Expectations => (
+                "expectations file",
+                "under a kilobyte",
+                "a JSON text file like a rendered envbuild/expect.json",
+            ),
+            Input::Template => (
+                "template",
+                "a few kilobytes",
+                "a minijinja text file like `envbuild templates dump DIR` writes",
+            ),
+        }
+    }
+}
 
 /// Read a user file as UTF-8 text, refusing huge and binary files with a clear error.
-pub fn read_text(path: &Path) -> Result<String, Failure> {
+pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
+    let (name, size, format) = kind.words();
+    let refuse = |message: String, hint: String| {
+        Failure::one(Diagnostic::error(kind.code(), message).with_hint(hint))
+    };
     let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
     if meta.is_dir() {
-        return Err(Failure::one(
-            Diagnostic::error(
-                INPUT_TOO_LARGE,
-                format!("`{}` is a directory, not a file", path.display()),
-            )
-            .with_hint("pass the spec file itself"),
+        return Err(refuse(
+            format!("`{}` is a directory, not a file", path.display()),
+            format!("pass the {name} file itself"),
         ));
     }
     if meta.len() > MAX_INPUT_BYTES {
-        return Err(Failure::one(
-            Diagnostic::error(
-                INPUT_TOO_LARGE,
-                format!(
-                    "`{}` is {} bytes; envbuild reads files of at most {} bytes",
-                    path.display(),
-                    meta.len(),
-                    MAX_INPUT_BYTES
-                ),
-            )
-            .with_hint("is this the right file? a spec is a few hundred bytes"),
+        return Err(refuse(
+            format!(
+                "`{}` is {} bytes; envbuild reads files of at most {} bytes",
+                path.display(),
+                meta.len(),
+                MAX_INPUT_BYTES
+            ),
+            format!("is this the right file? a {name} is {size}"),
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| Failure::io(path, &e))?;
     String::from_utf8(bytes).map_err(|e| {
-        Failure::one(
-            Diagnostic::error(
-                INPUT_TOO_LARGE,
-                format!(
-                    "`{}` is not UTF-8 text (invalid byte at offset {})",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-            .with_hint("a spec is a TOML or YAML text file"),
+        refuse(
+            format!(
+                "`{}` is not UTF-8 text (invalid byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ),
+            format!("a {name} is {format}"),
         )
     })
 }
@@ -80,7 +129,7 @@ pub fn read_template_dir(dir: &Path) -> Result<crate::core::render::TemplateOver
         if !file_type.is_file() || name.starts_with('.') {
             continue;
         }
-        files.insert(name, read_text(&entry.path())?);
+        files.insert(name, read_text(&entry.path(), Input::Template)?);
     }
     Ok(crate::core::render::TemplateOverrides {
         origin: dir.display().to_string(),
@@ -147,6 +196,33 @@ fn set_mode(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_input_carries_the_code_and_hint_of_its_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'#'; MAX_INPUT_BYTES as usize + 1]).unwrap();
+        let binary = dir.path().join("bin");
+        std::fs::write(&binary, [0xff, 0xfe, 0x00]).unwrap();
+        for (kind, code, word) in [
+            (Input::Spec, "INVALID_SPEC", "spec"),
+            (Input::Lock, "INVALID_LOCK", "lock"),
+            (Input::Table, "TABLE_INVALID", "compatibility table"),
+            (
+                Input::Expectations,
+                "INVALID_EXPECTATIONS",
+                "expectations file",
+            ),
+        ] {
+            for path in [dir.path(), big.as_path(), binary.as_path()] {
+                let f = read_text(path, kind).unwrap_err();
+                let d = &f.diagnostics[0];
+                assert_eq!(d.code, code, "{kind:?} {path:?}");
+                assert_eq!(f.exit_code, crate::core::diag::exit::FAILURE);
+                assert!(d.hint.as_deref().unwrap().contains(word), "{d}");
+            }
+        }
+    }
 
     #[test]
     fn writes_are_readable_skip_unchanged_files_and_are_all_or_nothing() {

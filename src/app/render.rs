@@ -1,0 +1,100 @@
+//! `render`: the lock of a spec (resolved first) or a lock file, rendered with the team's
+//! templates, and every file written at once (all or nothing). Reads the input and
+//! `--templates`; writes the output directory. Prints nothing.
+
+use super::{load_spec, read_lock, resolve_loaded};
+use crate::core::compat::Table;
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::lock::Lock;
+use crate::core::render::{render, RenderOptions, Rendered};
+use std::path::{Path, PathBuf};
+
+/// `FILE.lock` or `envbuild.lock` is a lock; anything else is a spec.
+pub fn is_lock_path(p: &Path) -> bool {
+    p.extension().is_some_and(|e| e == "lock")
+        || p.file_name()
+            .is_some_and(|n| n == crate::core::lock::FILE_NAME)
+}
+
+/// The lock to render, or why there is none.
+#[derive(Debug)]
+pub enum LockFor {
+    /// The lock, with the spec's warnings (none for a lock file).
+    Ready {
+        lock: Box<Lock>,
+        warnings: Vec<Diagnostic>,
+    },
+    /// The spec is invalid or does not resolve.
+    Refused(Vec<Diagnostic>),
+}
+
+/// The lock to render: read from a lock file, or resolved from a spec.
+pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
+    if is_lock_path(input) {
+        return Ok(LockFor::Ready {
+            lock: Box::new(read_lock(input)?),
+            warnings: Vec::new(),
+        });
+    }
+    let loaded = match load_spec(input, table) {
+        Ok(l) => l,
+        Err(diags) => return Ok(LockFor::Refused(diags)),
+    };
+    let res = resolve_loaded(&loaded, table);
+    Ok(match res.lock {
+        Some(lock) if !res.diagnostics.iter().any(Diagnostic::is_error) => LockFor::Ready {
+            lock: Box::new(lock),
+            warnings: res.diagnostics,
+        },
+        _ => LockFor::Refused(res.diagnostics),
+    })
+}
+
+/// Render a lock in memory, with `--templates DIR` read first when given.
+pub fn render_with(lock: &Lock, templates: Option<&Path>) -> Result<Rendered, Failure> {
+    let overrides = match templates {
+        Some(dir) => Some(crate::infra::fs::read_template_dir(dir)?),
+        None => None,
+    };
+    render(lock, &RenderOptions { overrides })
+}
+
+/// The default output directory: `render/` beside the input.
+pub fn default_out(input: &Path) -> PathBuf {
+    input
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."))
+        .join("render")
+}
+
+/// What a render wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub out: PathBuf,
+    pub files: usize,
+    /// Files whose bytes differ from what was on disk before.
+    pub changed: usize,
+}
+
+/// Render `lock` and write every file under `out`, all or nothing.
+pub fn write(lock: &Lock, templates: Option<&Path>, out: &Path) -> Result<Written, Failure> {
+    let rendered = render_with(lock, templates)?;
+    // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
+    // gives rendered files 0644 (scripts 0755): a build context keeps modes.
+    let files: Vec<(PathBuf, Vec<u8>)> = rendered
+        .files
+        .iter()
+        .map(|(rel, bytes)| (out.join(rel), bytes.clone()))
+        .collect();
+    let changed = files
+        .iter()
+        .filter(|(path, bytes)| std::fs::read(path).ok().as_ref() != Some(bytes))
+        .count();
+    crate::infra::fs::write_all_atomic(&files)?;
+    Ok(Written {
+        out: out.to_path_buf(),
+        files: files.len(),
+        changed,
+    })
+}
