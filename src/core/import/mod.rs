@@ -2,8 +2,8 @@
 //! envbuild rendered) into a spec. Floating versions are refused with hints. The result is
 //! re-validated as a spec before it is returned. This module performs no I/O.
 //!
-//! The pipeline: parse the YAML document ([`env_file`]), classify its conda ([`conda`]) and
-//! pip ([`pip`]) dependencies, decide the source, write the spec text ([`spec_text`]), and
+//! The pipeline: parse the YAML document (`env_file`), classify its conda (`conda`) and
+//! pip (`pip`) dependencies, decide the source, write the spec text (`spec_text`), and
 //! parse that text as a spec.
 
 mod conda;
