@@ -1,0 +1,255 @@
+//! Extra packages (`conda` and `pip`): parsing `[channel::]name=version` and
+//! `name[extras]==version` pins, refusing floats, and refusing packages the spec manages
+//! through its own keys or lists twice. This module performs no I/O.
+
+use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::pins::{is_pkg_version, range_like, unpinned};
+use super::raw::RawSpec;
+use super::safety::is_name;
+use super::sources::is_channel;
+use super::validate::Ctx;
+use super::{CondaPkg, PipPkg};
+
+/// Packages the spec manages through its own keys; naming them in `conda`/`pip` is a conflict.
+const MANAGED: &[(&str, &str)] = &[
+    ("python", "python"),
+    ("pytorch", "pytorch"),
+    ("torch", "pytorch"),
+    ("torchvision", "torchvision"),
+    ("torchaudio", "torchaudio"),
+    ("pytorch-cuda", "pytorch-cuda"),
+    ("cudatoolkit", "pytorch-cuda"),
+    ("cuda-version", "cuda"),
+    ("pytorch-gpu", "pytorch"),
+];
+
+/// Parsed form of an extra package line.
+pub enum PkgParse<T> {
+    Ok(T),
+    Unpinned { name: String, why: &'static str },
+    Invalid(String),
+}
+
+/// `[channel::]name=version` (also `==`); a build string (`=py310_0`) is dropped, as
+/// `conda env export` writes one.
+pub fn parse_conda_pkg(s: &str) -> PkgParse<CondaPkg> {
+    let s = s.trim();
+    let (channel, rest) = match s.split_once("::") {
+        Some((c, r)) => (Some(c.to_string()), r),
+        None => (None, s),
+    };
+    if let Some(c) = &channel {
+        if !is_channel(c) {
+            return PkgParse::Invalid(format!("channel `{c}` is not a valid channel name"));
+        }
+    }
+    let split_at = rest
+        .find(['=', '<', '>', '!', '~', ' ', '*'])
+        .unwrap_or(rest.len());
+    let (name, spec) = rest.split_at(split_at);
+    let name = name.trim().to_ascii_lowercase();
+    if !is_name(&name) {
+        return PkgParse::Invalid(format!("`{s}` is not `name=version`"));
+    }
+    let spec = spec.trim();
+    let version = spec.strip_prefix("==").or_else(|| spec.strip_prefix('='));
+    let version = match version {
+        Some(v) if !v.starts_with(['=', '<', '>']) => v,
+        _ => {
+            return PkgParse::Unpinned {
+                name,
+                why: if spec.is_empty() {
+                    "has no version"
+                } else {
+                    "is a range, not an exact version"
+                },
+            }
+        }
+    };
+    // conda's `name=version=build`: keep the version, drop the build string.
+    let version = version.split('=').next().unwrap_or("");
+    if let Some(why) = unpinned(version) {
+        return PkgParse::Unpinned { name, why };
+    }
+    if !is_pkg_version(version) {
+        return PkgParse::Invalid(format!("`{version}` is not a valid version for `{name}`"));
+    }
+    PkgParse::Ok(CondaPkg {
+        channel,
+        name,
+        version: version.to_string(),
+    })
+}
+
+/// `name[extra,...]==version`.
+pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
+    let s = s.trim();
+    let split_at = s
+        .find(['=', '<', '>', '!', '~', ' ', '[', '@', ';'])
+        .unwrap_or(s.len());
+    let (name, rest) = s.split_at(split_at);
+    let name = name.trim().to_ascii_lowercase().replace('_', "-");
+    if !is_name(&name) {
+        return PkgParse::Invalid(format!("`{s}` is not `name==version`"));
+    }
+    let (extras, rest) = match rest.strip_prefix('[') {
+        Some(r) => match r.split_once(']') {
+            Some((e, r)) => (
+                e.split(',')
+                    .map(|x| x.trim().to_ascii_lowercase())
+                    .collect::<Vec<_>>(),
+                r,
+            ),
+            None => return PkgParse::Invalid(format!("`{s}`: unclosed `[`")),
+        },
+        None => (Vec::new(), rest),
+    };
+    if extras.iter().any(|e| !is_name(e)) {
+        return PkgParse::Invalid(format!("`{s}`: bad extras"));
+    }
+    let rest = rest.trim();
+    let Some(version) = rest.strip_prefix("==").filter(|v| !v.starts_with('=')) else {
+        return PkgParse::Unpinned {
+            name,
+            why: if rest.is_empty() {
+                "has no version"
+            } else {
+                "is not pinned with `==`"
+            },
+        };
+    };
+    if let Some(why) = unpinned(version) {
+        return PkgParse::Unpinned { name, why };
+    }
+    if !is_pkg_version(version) {
+        return PkgParse::Invalid(format!("`{version}` is not a valid version for `{name}`"));
+    }
+    PkgParse::Ok(PipPkg {
+        name,
+        extras,
+        version: version.to_string(),
+    })
+}
+
+/// The `conda` and `pip` lists, each sorted; conflicts with managed keys and duplicates are
+/// reported after both lists were parsed.
+pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec) -> (Vec<CondaPkg>, Vec<PipPkg>) {
+    let mut conda = conda_list(cx, &raw.conda);
+    let mut pip = pip_list(cx, &raw.pip);
+    check_managed_and_duplicates(cx, &conda, &pip);
+    conda.sort();
+    pip.sort();
+    (conda, pip)
+}
+
+fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
+    let mut conda = Vec::new();
+    for p in lines {
+        if !range_like(p) && !cx.safe("conda", p) {
+            continue;
+        }
+        match parse_conda_pkg(p) {
+            PkgParse::Ok(pkg) => conda.push(pkg),
+            PkgParse::Unpinned { name, why } => cx.err(
+                UNPINNED_VERSION,
+                "conda",
+                format!("conda package `{p}` {why}"),
+                Some(format!("pin an exact version, e.g. \"{name}=<version>\"; `conda search {name}` lists them")),
+            ),
+            PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "conda", m, Some("write conda packages as \"name=version\" or \"channel::name=version\"".into())),
+        }
+    }
+    conda
+}
+
+fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
+    let mut pip = Vec::new();
+    for p in lines {
+        if !range_like(p) && !cx.safe("pip", p) {
+            continue;
+        }
+        match parse_pip_pkg(p) {
+            PkgParse::Ok(pkg) => pip.push(pkg),
+            PkgParse::Unpinned { name, why } => cx.err(
+                UNPINNED_VERSION,
+                "pip",
+                format!("pip package `{p}` {why}"),
+                Some(format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")),
+            ),
+            PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
+        }
+    }
+    pip
+}
+
+fn check_managed_and_duplicates(cx: &mut Ctx, conda: &[CondaPkg], pip: &[PipPkg]) {
+    let mut seen = std::collections::BTreeSet::new();
+    for (key, n) in conda
+        .iter()
+        .map(|c| ("conda", &c.name))
+        .chain(pip.iter().map(|p| ("pip", &p.name)))
+    {
+        if let Some((_, k)) = MANAGED.iter().find(|(m, _)| m == n) {
+            cx.err(
+                INVALID_SPEC,
+                key,
+                format!("`{n}` is managed by the spec's `{k}` key"),
+                Some(format!("remove it from `{key}` and set `{k}` instead")),
+            );
+        } else if !seen.insert(n.clone()) {
+            cx.err(
+                INVALID_SPEC,
+                key,
+                format!("package `{n}` is listed twice"),
+                Some("keep one pin per package".into()),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conda_and_pip_pins_parse_and_floats_are_refused() {
+        assert!(
+            matches!(parse_conda_pkg("numpy=1.26.4"), PkgParse::Ok(p) if p.version == "1.26.4")
+        );
+        assert!(
+            matches!(parse_conda_pkg("conda-forge::pandas==2.1.1"), PkgParse::Ok(p) if p.channel.as_deref() == Some("conda-forge"))
+        );
+        assert!(
+            matches!(parse_conda_pkg("numpy=1.26.4=py310h5f9d8c6_0"), PkgParse::Ok(p) if p.version == "1.26.4")
+        );
+        for f in [
+            "numpy",
+            "numpy>=1.2",
+            "numpy=1.*",
+            "numpy=*",
+            "numpy=latest",
+        ] {
+            assert!(
+                matches!(parse_conda_pkg(f), PkgParse::Unpinned { .. }),
+                "{f}"
+            );
+        }
+        assert!(
+            matches!(parse_pip_pkg("Some_Pkg[extra]==1.0.0"), PkgParse::Ok(p) if p.name == "some-pkg" && p.extras == ["extra"])
+        );
+        for f in [
+            "pkg",
+            "pkg>=1",
+            "pkg~=1.0",
+            "pkg!=1",
+            "pkg==1.*",
+            "pkg==latest",
+        ] {
+            assert!(matches!(parse_pip_pkg(f), PkgParse::Unpinned { .. }), "{f}");
+        }
+        assert!(matches!(
+            parse_pip_pkg("pkg @ https://x"),
+            PkgParse::Unpinned { .. }
+        ));
+    }
+}

@@ -1,0 +1,283 @@
+//! Version pins: what counts as an exact version, what is a range, which table versions a
+//! range allows (for hints), and the validation of `python`, `pytorch`, `pytorch-cuda` and
+//! `cuda`. This module performs no I/O.
+
+use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::raw::RawSpec;
+use super::validate::Ctx;
+use crate::core::compat::Table;
+use crate::core::version::Version;
+
+/// A package version: letters, digits and `. _ - +`, starting with a letter or digit.
+pub(super) fn is_pkg_version(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
+}
+
+/// A requirement written with range operators and nothing else: it is reported as unpinned
+/// (and never reaches any output), not as unsafe.
+pub(super) fn range_like(s: &str) -> bool {
+    s.len() <= 100
+        && s.bytes().any(|b| b"<>=!~^*,".contains(&b))
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b" .,<>=!~^*-_[]:".contains(&b))
+}
+
+/// Why a version string is not an exact pin, if it is not.
+pub(super) fn unpinned(s: &str) -> Option<&'static str> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Some("is empty");
+    }
+    if t.eq_ignore_ascii_case("latest") || t == "*" || t.eq_ignore_ascii_case("any") {
+        return Some("floats");
+    }
+    if t.starts_with(['>', '<', '~', '^', '!', '=']) || t.contains(['*', ',']) || t.contains(' ') {
+        return Some("is a range, not an exact version");
+    }
+    None
+}
+
+/// Whether `v` satisfies a requirement such as `>=2.4`, `~=2.5`, `2.5`, `2.*`.
+fn satisfies(req: &str, v: &Version) -> bool {
+    let req = req.trim();
+    if req.is_empty()
+        || req == "*"
+        || req.eq_ignore_ascii_case("latest")
+        || req.eq_ignore_ascii_case("any")
+    {
+        return true;
+    }
+    req.split(',')
+        .all(|clause| satisfies_clause(clause.trim(), v))
+}
+
+/// One comma-separated clause of a requirement.
+fn satisfies_clause(c: &str, v: &Version) -> bool {
+    let (op, rest) = ["==", ">=", "<=", "~=", "!=", ">", "<", "^", "~", "="]
+        .iter()
+        .find_map(|op| c.strip_prefix(op).map(|r| (*op, r.trim())))
+        .unwrap_or(("prefix", c));
+    let rest = rest
+        .trim_end_matches(".*")
+        .trim_end_matches('*')
+        .trim_end_matches('.');
+    let Some(b) = Version::parse(rest) else {
+        return rest.is_empty();
+    };
+    match op {
+        ">=" => *v >= b,
+        "<=" => *v <= b,
+        ">" => *v > b,
+        "<" => *v < b,
+        "!=" => *v != b,
+        "~=" | "~" | "^" => {
+            // Compatible release: same leading components, not older.
+            let keep = if op == "^" {
+                1
+            } else {
+                b.len().saturating_sub(1).max(1)
+            };
+            let prefix = Version::parse(
+                &b.parts()[..keep]
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            );
+            *v >= b && prefix.is_some_and(|p| v.starts_with(&p))
+        }
+        _ => v.starts_with(&b),
+    }
+}
+
+/// The newest torch in the table that satisfies `req` (and supports `python`, when known).
+fn newest_torch_fitting(table: &Table, req: &str, python: Option<&Version>) -> Option<Version> {
+    table
+        .torch
+        .iter()
+        .rev()
+        .filter(|t| satisfies(req, &t.version))
+        .find(|t| python.is_none_or(|p| t.python.iter().any(|x| p.starts_with(x))))
+        .map(|t| t.version.clone())
+}
+
+/// `python`: required, an exact `3.X` or `3.X.Y`. Checked before `pytorch`, whose hints it
+/// sharpens; an unpinned python is hinted with the newest version that fits (the given torch's
+/// pythons when that is pinned).
+pub(super) fn python(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Option<Version> {
+    let p = match raw.python.as_deref() {
+        None => {
+            cx.err(
+                INVALID_SPEC,
+                "python",
+                "missing required key `python`".into(),
+                Some("add e.g. python = \"3.11\"".into()),
+            );
+            return None;
+        }
+        Some(p) => p,
+    };
+    if let Some(why) = unpinned(p) {
+        let torch = raw
+            .pytorch
+            .as_deref()
+            .and_then(Version::parse)
+            .and_then(|v| table.torch_row(&v).cloned());
+        let newest = torch
+            .as_ref()
+            .and_then(|t| t.python.iter().rfind(|x| satisfies(p, x)).cloned())
+            .or_else(|| {
+                table
+                    .python
+                    .iter()
+                    .map(|r| r.version.clone())
+                    .rfind(|x| satisfies(p, x))
+            });
+        cx.err(
+            UNPINNED_VERSION,
+            "python",
+            format!("python `{p}` {why}"),
+            Some(match newest {
+                Some(v) => format!("pin it: python = \"{v}\" is the newest that fits"),
+                None => "pin it to a version such as \"3.11\"".into(),
+            }),
+        );
+        return None;
+    }
+    if !cx.safe("python", p) {
+        return None;
+    }
+    match Version::parse(p) {
+        Some(v) if (2..=3).contains(&v.len()) && v.major() == 3 => Some(v),
+        _ => {
+            cx.err(
+                INVALID_SPEC,
+                "python",
+                format!("python `{p}` is not a Python version"),
+                Some("use \"3.11\" or \"3.11.9\"".into()),
+            );
+            None
+        }
+    }
+}
+
+/// `pytorch`: required, an exact `X.Y.Z`. "2.5" or "latest" pass the character rules and
+/// ranges are reported as unpinned, hinted with the newest fitting release in the table.
+pub(super) fn pytorch(
+    cx: &mut Ctx,
+    raw: &RawSpec,
+    table: &Table,
+    python: Option<&Version>,
+) -> Option<Version> {
+    let Some(t) = raw.pytorch.as_deref() else {
+        cx.err(
+            INVALID_SPEC,
+            "pytorch",
+            "missing required key `pytorch`".into(),
+            Some(format!(
+                "add e.g. pytorch = \"{}\"",
+                table
+                    .newest_torch()
+                    .map(|t| t.version.to_string())
+                    .unwrap_or_default()
+            )),
+        );
+        return None;
+    };
+    if let Some(v) = Version::parse(t.trim()).filter(|v| v.len() == 3) {
+        return Some(v);
+    }
+    if !range_like(t) && !cx.safe("pytorch", t) {
+        return None;
+    }
+    let why = if Version::parse(t.trim()).is_some() {
+        "is not an exact version"
+    } else {
+        unpinned(t).unwrap_or("is not an exact version")
+    };
+    let hint = match newest_torch_fitting(table, t, python) {
+        Some(v) => format!(
+            "pin it: pytorch = \"{v}\" is the newest that fits{}",
+            python.map(|p| format!(" python {p}")).unwrap_or_default()
+        ),
+        None => "pin an exact version; `envbuild table torch` lists them".into(),
+    };
+    cx.err(
+        UNPINNED_VERSION,
+        "pytorch",
+        format!("pytorch `{t}` {why}"),
+        Some(hint),
+    );
+    None
+}
+
+/// A CUDA `major.minor` key (`pytorch-cuda`, `cuda`); `what` names it in hints.
+pub(super) fn cuda_version(
+    cx: &mut Ctx,
+    key: &str,
+    val: Option<&str>,
+    what: &str,
+) -> Option<Version> {
+    let s = val?;
+    if let Some(why) = unpinned(s) {
+        cx.err(
+            UNPINNED_VERSION,
+            key,
+            format!("{key} `{s}` {why}"),
+            Some(format!(
+                "pin an exact {what}, e.g. \"12.4\"; `envbuild table torch` lists them"
+            )),
+        );
+        return None;
+    }
+    if !cx.safe(key, s) {
+        return None;
+    }
+    match Version::parse(s) {
+        Some(v) if v.len() == 2 => Some(v),
+        Some(v) if v.len() == 3 => {
+            cx.err(
+                INVALID_SPEC,
+                key,
+                format!("{key} `{s}` names a patch release"),
+                Some(format!("use major.minor: \"{}\"", v.major_minor())),
+            );
+            None
+        }
+        _ => {
+            cx.err(
+                INVALID_SPEC,
+                key,
+                format!("{key} `{s}` is not a CUDA version"),
+                Some(format!("use major.minor, e.g. \"12.4\" ({what})")),
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Version {
+        Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn requirement_ranges_select_the_right_versions() {
+        assert!(satisfies(">=2.4", &v("2.5.1")));
+        assert!(!satisfies("<2.4", &v("2.5.1")));
+        assert!(satisfies("~=2.5.0", &v("2.5.1")));
+        assert!(!satisfies("~=2.5.0", &v("2.6.0")));
+        assert!(satisfies("2.5", &v("2.5.1")));
+        assert!(satisfies("2.*", &v("2.9.0")));
+        assert!(satisfies("^2.1", &v("2.9.0")));
+        assert!(satisfies(">=2.1,<2.4", &v("2.3.1")));
+        assert!(satisfies("latest", &v("1.0")));
+    }
+}
