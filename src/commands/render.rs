@@ -1,6 +1,7 @@
 //! `envbuild render` and `envbuild templates dump`: read a spec (resolved first) or a lock, render
-//! it with the pure `render` module, and write every file at once (all or nothing). Reads the
-//! input and `--templates`; writes the output directory.
+//! it with the pure `render` module, and write every file at once (all or nothing); dump the
+//! embedded templates into a new or empty directory. Reads the input and `--templates`; writes
+//! the output directory.
 
 use super::eprint_diagnostics;
 use crate::app::{load_spec, read_lock, resolve_loaded};
@@ -79,26 +80,24 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
 pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
     match cmd {
         TemplatesCommand::Dump { dir, force } => {
+            // Like `import --out`: never write into something that is already there unless told,
+            // so a dump cannot mix with (or silently overwrite) someone's edited templates.
+            if !force && !is_empty_or_missing_dir(dir) {
+                return Err(Failure::one(
+                    Diagnostic::error(
+                        crate::app::codes::OUTPUT_EXISTS,
+                        format!("{} already exists and is not empty", dir.display()),
+                    )
+                    .with_hint(
+                        "pass --force to write into it (files of the same name are \
+                         overwritten), or choose a new or empty directory",
+                    ),
+                ));
+            }
             let files: Vec<(PathBuf, Vec<u8>)> = crate::core::render::dump_templates()
                 .into_iter()
                 .map(|(n, b)| (dir.join(n), b))
                 .collect();
-            if !force {
-                let existing: Vec<String> = files
-                    .iter()
-                    .filter(|(p, _)| p.exists())
-                    .map(|(p, _)| p.display().to_string())
-                    .collect();
-                if !existing.is_empty() {
-                    return Err(Failure::one(
-                        Diagnostic::error(
-                            "FILE_EXISTS",
-                            format!("would overwrite: {}", existing.join(", ")),
-                        )
-                        .with_hint("pass --force to overwrite, or choose an empty directory"),
-                    ));
-                }
-            }
             crate::infra::fs::write_all_atomic(&files)?;
             eprintln!(
                 "wrote {} templates to {}; use them with `envbuild render --templates {}`",
@@ -108,5 +107,14 @@ pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
             );
             Ok(exit::OK)
         }
+    }
+}
+
+/// True when nothing is at `dir`, or an empty directory is. A file, or a directory that cannot
+/// be listed, counts as "already there".
+fn is_empty_or_missing_dir(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }

@@ -2,6 +2,7 @@
 //! for the smoke test, a real Python; torch is replaced by the stand-in that
 //! `tests/fixtures/fake_torch.py` writes).
 
+mod cli;
 mod doctor;
 mod import;
 mod lock;
