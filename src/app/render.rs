@@ -98,3 +98,36 @@ pub fn write(lock: &Lock, templates: Option<&Path>, out: &Path) -> Result<Writte
         changed,
     })
 }
+
+/// Write the embedded templates into `dir` (new or empty, or any with `force`); the count.
+pub fn dump_templates(dir: &Path, force: bool) -> Result<usize, Failure> {
+    // Like `import --out`: never write into something that is already there unless told, so a
+    // dump cannot mix with (or silently overwrite) someone's edited templates.
+    if !force && !is_empty_or_missing_dir(dir) {
+        return Err(Failure::one(
+            Diagnostic::error(
+                super::codes::OUTPUT_EXISTS,
+                format!("{} already exists and is not empty", dir.display()),
+            )
+            .with_hint(
+                "pass --force to write into it (files of the same name are overwritten), or \
+                 choose a new or empty directory",
+            ),
+        ));
+    }
+    let files: Vec<(PathBuf, Vec<u8>)> = crate::core::render::dump_templates()
+        .into_iter()
+        .map(|(n, b)| (dir.join(n), b))
+        .collect();
+    crate::infra::fs::write_all_atomic(&files)?;
+    Ok(files.len())
+}
+
+/// True when nothing is at `dir`, or an empty directory is. A file, or a directory that cannot
+/// be listed, counts as "already there".
+fn is_empty_or_missing_dir(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => entries.next().is_none(),
+        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+    }
+}

@@ -1,17 +1,35 @@
-//! Command-line interface (clap derive). The doc comments here are the `--help` text.
-//! This module performs no I/O.
+//! Command-line interface (clap derive). The doc comments here are the `--help` text; `parse`
+//! holds the value parsers. This module performs no I/O.
+//!
+//! Flag names are shared: `--expect-file FILE` for an expectations file, `--lock LOCK` for a
+//! lock, `--gpus all|none` for the smoke test's mode. Old spellings stay as hidden aliases for
+//! one release (`test --expect FILE`, `smoke --expect gpu|cpu`).
+
+pub mod parse;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-const AFTER_HELP: &str = "\
-Exit codes:
-  0  success (warnings allowed)
-  1  a user-facing failure: bad spec, incompatible combination, stale lock under --locked,
-     failed build or smoke check
-  2  usage error, or an envbuild bug
+/// The exit-code section of a `--help`: every command that lists its exit codes uses this one
+/// layout and the same line for 2 (`before:`/`after:` add text around the section).
+macro_rules! exit_codes {
+    ($ok:literal, $fail:literal $(, after: $after:literal)?) => {
+        concat!(
+            "Exit codes:\n  0  ", $ok, "\n  1  ", $fail,
+            "\n  2  usage error, or an envbuild bug" $(, "\n\n", $after)?
+        )
+    };
+    (before: $before:literal, $ok:literal, $fail:literal) => {
+        concat!($before, "\n\n", exit_codes!($ok, $fail))
+    };
+}
 
-Docs: the README lists every spec key, command, diagnostic code and environment variable.";
+const AFTER_HELP: &str = exit_codes!(
+    "success (warnings allowed)",
+    "a user-facing failure: bad spec, incompatible combination, stale lock under --locked,\n     \
+     failed build or smoke check",
+    after: "Docs: the README lists every spec key, command, diagnostic code and environment variable."
+);
 
 /// Declarative, pinned PyTorch/CUDA environments and images that are proven to use the GPU.
 #[derive(Debug, Parser)]
@@ -81,7 +99,7 @@ pub enum TemplatesCommand {
     /// Write the embedded templates into DIR as a starting point for `--templates`.
     Dump {
         dir: PathBuf,
-        /// Overwrite files that already exist.
+        /// Write into DIR even when it is not empty (files of the same name are overwritten).
         #[arg(long)]
         force: bool,
     },
@@ -94,23 +112,39 @@ pub enum VariantArg {
     All,
 }
 
+/// The smoke test's mode, on every command that runs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GpusArg {
-    /// Request every GPU (`docker run --gpus all`).
+    /// A GPU must be usable: every GPU check runs (a container requests every GPU).
     All,
-    /// No GPU: run the GPU-less checks only.
+    /// No GPU (GPU-less CI): run every check that needs no device.
     None,
 }
 
+/// `smoke --expect gpu|cpu`, the hidden old spelling of `--gpus all|none`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ExpectArg {
-    /// A GPU must be usable.
+    /// Same as `--gpus all`.
     Gpu,
-    /// No GPU here: check everything that can be checked without one.
+    /// Same as `--gpus none`.
     Cpu,
 }
 
+impl ExpectArg {
+    /// The `--gpus` value this old spelling stands for.
+    pub fn gpus(self) -> GpusArg {
+        match self {
+            ExpectArg::Gpu => GpusArg::All,
+            ExpectArg::Cpu => GpusArg::None,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
+#[command(after_help = exit_codes!(
+    "every image built and every required smoke check passed",
+    "a build failed, a required smoke check failed, or the smoke test could not run"
+))]
 pub struct ImageArgs {
     /// The spec file.
     pub spec: PathBuf,
@@ -130,7 +164,7 @@ pub struct ImageArgs {
     #[arg(long)]
     pub retest: bool,
     /// Shared memory for the smoke container (bytes, or with k/m/g), at least the lock's need.
-    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse::size)]
     pub shm_size: u64,
     /// GPU request for the smoke-test container.
     #[arg(long, value_enum, default_value = "all")]
@@ -153,15 +187,20 @@ pub struct ImageArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = exit_codes!(
+    "every required smoke check passed (warnings allowed)",
+    "a required smoke check failed, or the smoke test could not run"
+))]
 pub struct TestArgs {
     /// The image to test (name:tag or id).
     pub image: String,
     /// Check the image against this lock's expectations.
-    #[arg(long, value_name = "LOCK", conflicts_with = "expect")]
+    #[arg(long, value_name = "LOCK", conflicts_with = "expect_file")]
     pub lock: Option<PathBuf>,
-    /// Check the image against these expectations (the smoke test's `expect.json` format).
-    #[arg(long, value_name = "FILE")]
-    pub expect: Option<PathBuf>,
+    /// Check the image against an expectations JSON file (the same one `envbuild smoke` reads).
+    // `--expect FILE` was this flag's name before every command said `--expect-file`.
+    #[arg(long, value_name = "FILE", alias = "expect")]
+    pub expect_file: Option<PathBuf>,
     /// GPU request for the smoke-test container.
     #[arg(long, value_enum, default_value = "all")]
     pub gpus: GpusArg,
@@ -169,7 +208,7 @@ pub struct TestArgs {
     #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub timeout: u64,
     /// Shared memory for the smoke container (bytes, or with k/m/g), at least the lock's need.
-    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, default_value = "1g", value_name = "SIZE", value_parser = parse::size)]
     pub shm_size: u64,
     /// Print the verdict as JSON on stdout.
     #[arg(long)]
@@ -179,30 +218,12 @@ pub struct TestArgs {
     pub junit: Option<PathBuf>,
 }
 
-/// `1073741824`, `512m`, `2g`, `64k` (binary units, as `docker run --shm-size`).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.strip_suffix('b').unwrap_or(&t);
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
-        Some('m') => (&t[..t.len() - 1], 1u64 << 20),
-        Some('g') => (&t[..t.len() - 1], 1u64 << 30),
-        _ => (t, 1),
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size such as 1073741824, 512m or 2g"))?;
-    n.checked_mul(mult)
-        .filter(|v| *v > 0 && *v <= i64::MAX as u64)
-        .ok_or_else(|| format!("`{s}` is not a usable size"))
-}
-
 #[derive(Debug, Args)]
-#[command(after_help = "\
-Exit codes: 0 every required check passed (warnings allowed), 1 a required check failed or the
-test could not run, 2 usage error.
-
-Every check, code and the expectations file are described in docs/smoke.md.")]
+#[command(after_help = exit_codes!(
+    "every required check passed (warnings allowed)",
+    "a required check failed, or the smoke test could not run",
+    after: "Every check, code and the expectations file are described in docs/smoke.md."
+))]
 pub struct SmokeArgs {
     /// Check against this lock's expectations.
     #[arg(long, value_name = "LOCK", conflicts_with = "expect_file")]
@@ -214,9 +235,12 @@ pub struct SmokeArgs {
     /// The Python interpreter of the environment to test.
     #[arg(long, default_value = "python3", value_name = "PATH")]
     pub python: String,
-    /// `cpu` for GPU-less CI: run every check that needs no device.
-    #[arg(long, value_enum, default_value = "gpu")]
-    pub expect: ExpectArg,
+    /// Whether a GPU must be usable (`all`) or the run is GPU-less CI (`none`).
+    #[arg(long, value_enum, default_value = "all")]
+    pub gpus: GpusArg,
+    /// The old spelling of `--gpus`: `gpu` is `all`, `cpu` is `none`.
+    #[arg(long, value_enum, hide = true, conflicts_with = "gpus")]
+    pub expect: Option<ExpectArg>,
     /// Print the JSON report on stdout.
     #[arg(long)]
     pub json: bool,
@@ -232,17 +256,18 @@ pub struct SmokeArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "\
+#[command(after_help = exit_codes!(
+    before: "\
 Probe overrides (environment):
   ENVBUILD_DRIVER_VERSION       the driver version, or `none`
   ENVBUILD_CUDA_DRIVER_VERSION  the highest CUDA the driver supports
   ENVBUILD_GPUS                 GPU models or compute capabilities, e.g. `A100,8.9`, or `none`
   ENVBUILD_NO_NVML=1            do not load libnvidia-ml.so.1
   ENVBUILD_NVIDIA_SMI           the nvidia-smi to run, or `none`
-  ENVBUILD_PROC_DRIVER_VERSION  read this file instead of /proc/driver/nvidia/version
-
-Exit codes: 0 the host passes (warnings allowed), 1 a check failed (for example no driver),
-2 usage error.")]
+  ENVBUILD_PROC_DRIVER_VERSION  read this file instead of /proc/driver/nvidia/version",
+    "the host passes (warnings allowed)",
+    "a check failed (for example no driver)"
+))]
 pub struct DoctorArgs {
     /// Start a container from this image with a GPU request to prove the engine gives GPUs
     /// (default: the newest image envbuild built on the engine, if any).

@@ -6,7 +6,6 @@
 //! files; [`run`] is the CLI entry that gets them from the spec, lock and renderer.
 
 use super::smoke_run::{report, smoke, SmokeResult, SmokeSettings};
-use super::verdict::passed;
 use crate::cli::{GpusArg, ImageArgs, VariantArg};
 use crate::core::diag::Failure;
 use crate::core::smoke::{Expectations, SmokeReport};
@@ -314,16 +313,8 @@ fn report_failure(
     json: bool,
     junit: Option<&Path>,
 ) -> Result<(), Failure> {
-    use super::verdict::{junit_xml, SuiteResult};
     if let Some(path) = junit {
-        let code = f.diagnostics.first().map(|d| d.code).unwrap_or("INTERNAL");
-        let xml = junit_xml(&[(
-            name.to_string(),
-            SuiteResult::Error {
-                code,
-                message: f.to_string(),
-            },
-        )]);
+        let xml = crate::core::report::junit_xml(&[super::smoke_run::error_suite(name, f)])?;
         crate::infra::fs::write_atomic(path, xml.as_bytes())?;
     }
     if json {
@@ -446,7 +437,7 @@ pub async fn build_and_test(
         )
         .await;
         if let (Ok(o), Some(dir)) = (&outcome, opts.cache_dir.as_deref()) {
-            if passed(&o.report, o.exit_code) {
+            if o.report.passed(o.exit_code) {
                 // A cache that cannot be written only costs a rerun next time.
                 let _ = store_verdict(dir, &key, &o.report, o.exit_code);
             }
@@ -506,7 +497,9 @@ struct StoredVerdict {
 fn load_verdict(dir: &Path, key: &str) -> Option<(SmokeReport, i64)> {
     let text = std::fs::read_to_string(verdict_path(dir, key)).ok()?;
     let v: StoredVerdict = serde_json::from_str(&text).ok()?;
-    passed(&v.report, v.exit_code).then_some((v.report, v.exit_code))
+    v.report
+        .passed(v.exit_code)
+        .then_some((v.report, v.exit_code))
 }
 
 fn store_verdict(

@@ -9,7 +9,6 @@ mod table;
 pub mod image;
 pub mod smoke_run;
 pub mod test;
-pub mod verdict;
 
 mod doctor;
 mod smoke;

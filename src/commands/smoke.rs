@@ -1,7 +1,7 @@
 //! `envbuild smoke`: run the embedded smoke test with the user's Python, print the report,
 //! write JUnit XML. Performs I/O (runs a process, writes files, prints).
 
-use crate::cli::{ExpectArg, SmokeArgs};
+use crate::cli::{GpusArg, SmokeArgs};
 use crate::core::diag::{exit, Failure};
 use crate::core::smoke::{self, Expectations, Mode};
 use std::io::Write;
@@ -25,10 +25,9 @@ pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
         (None, Some(path)) => crate::app::read_expectations(path)?,
         (None, None) => Expectations::default(),
     };
-    let mode = match args.expect {
-        ExpectArg::Gpu => Mode::Gpu,
-        ExpectArg::Cpu => Mode::Cpu,
-    };
+    // `--expect gpu|cpu` is the old spelling of `--gpus all|none` (clap keeps them apart).
+    let gpus = args.expect.map_or(args.gpus, |e| e.gpus());
+    let mode = Mode::from_gpus(gpus == GpusArg::All);
     let report = crate::infra::python::run_script(
         &args.python,
         &expectations,
@@ -36,7 +35,7 @@ pub fn run(args: &SmokeArgs) -> Result<i32, Failure> {
         Duration::from_secs(args.timeout),
     )?;
     if let Some(path) = &args.junit {
-        let xml = smoke::junit_xml(&report, "envbuild.smoke")?;
+        let xml = crate::core::report::junit_xml(&[smoke::junit_suite(&report, "envbuild.smoke")])?;
         crate::infra::fs::write_atomic(path, xml.as_bytes())?;
     }
     let text = if args.json {

@@ -1,11 +1,13 @@
 //! Shared by `envbuild image` and `envbuild test`: run the smoke test in a container from an
 //! image and report the verdicts (table or JSON on stdout, JUnit file, exit code).
 //! Performs I/O: the engine, stdout/stderr and the JUnit file.
+//!
+//! The pass rule is `SmokeReport::passed`; the table and the JUnit writer are `core::report`'s.
 
-use super::verdict::{junit_xml, passed, render_table, SuiteResult};
 use crate::core::diag::Failure;
-use crate::core::smoke::Expectations;
-use crate::infra::docker::run::{run_smoke, Interrupt, SmokeMode, SmokeOutcome, SmokeRequest};
+use crate::core::report::{junit_xml, Suite, SuiteBody};
+use crate::core::smoke::{junit_suite, render_table, Expectations, Mode};
+use crate::infra::docker::run::{run_smoke, Interrupt, SmokeOutcome, SmokeRequest};
 use crate::infra::docker::Engine;
 use std::path::Path;
 use std::time::Duration;
@@ -20,12 +22,8 @@ pub struct SmokeSettings {
 }
 
 impl SmokeSettings {
-    pub fn mode(&self) -> SmokeMode {
-        if self.gpus {
-            SmokeMode::Gpu
-        } else {
-            SmokeMode::Cpu
-        }
+    pub fn mode(&self) -> Mode {
+        Mode::from_gpus(self.gpus)
     }
 }
 
@@ -39,8 +37,22 @@ pub struct SmokeResult {
 }
 
 impl SmokeResult {
+    /// `SmokeReport::passed` for a run that may have ended without a report (which fails).
     pub fn passed(&self) -> bool {
-        matches!(&self.outcome, Ok(o) if passed(&o.report, o.exit_code))
+        matches!(&self.outcome, Ok(o) if o.report.passed(o.exit_code))
+    }
+}
+
+/// The JUnit suite of a run that ended with `f` instead of a report: one `<error>` case.
+pub fn error_suite<'a>(name: &str, f: &'a Failure) -> Suite<'a> {
+    Suite {
+        name: name.to_string(),
+        time: None,
+        properties: Vec::new(),
+        body: SuiteBody::Error {
+            code: f.diagnostics.first().map(|d| d.code).unwrap_or("INTERNAL"),
+            message: f.to_string(),
+        },
     }
 }
 
@@ -79,20 +91,14 @@ pub fn report(
     extra: serde_json::Map<String, serde_json::Value>,
 ) -> Result<i32, Failure> {
     if let Some(path) = junit {
-        let suites: Vec<(String, SuiteResult<'_>)> = results
+        let suites: Vec<Suite<'_>> = results
             .iter()
-            .map(|r| {
-                let s = match &r.outcome {
-                    Ok(o) => SuiteResult::Report(&o.report),
-                    Err(f) => SuiteResult::Error {
-                        code: f.diagnostics.first().map(|d| d.code).unwrap_or("INTERNAL"),
-                        message: f.to_string(),
-                    },
-                };
-                (r.name.clone(), s)
+            .map(|r| match &r.outcome {
+                Ok(o) => junit_suite(&o.report, &r.name),
+                Err(f) => error_suite(&r.name, f),
             })
             .collect();
-        crate::infra::fs::write_atomic(path, junit_xml(&suites).as_bytes())?;
+        crate::infra::fs::write_atomic(path, junit_xml(&suites)?.as_bytes())?;
     }
     let all_passed = results.iter().all(SmokeResult::passed);
     if json {
@@ -106,7 +112,7 @@ pub fn report(
             .map(|r| match &r.outcome {
                 Ok(o) => serde_json::json!({
                     "image": r.name,
-                    "passed": passed(&o.report, o.exit_code),
+                    "passed": o.report.passed(o.exit_code),
                     "reused": r.reused,
                     "exit_code": o.exit_code,
                     "report": o.report,
@@ -123,16 +129,15 @@ pub fn report(
             .map_err(|e| Failure::bug(format!("cannot write the JSON verdict: {e}")))?;
         println!("{text}");
     } else {
-        use std::io::IsTerminal;
-        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let color = super::stdout_color();
         for r in &results {
             if let Ok(o) = &r.outcome {
                 let mut title = format!("smoke test of {}", r.name);
                 if r.reused {
                     title.push_str(" (verdict reused; --retest runs it again)");
                 }
-                print!("{}", render_table(&title, &o.report, color));
-                if !passed(&o.report, o.exit_code) && !o.stderr_tail.is_empty() {
+                print!("{title}\n{}", render_table(&o.report, color));
+                if !o.report.passed(o.exit_code) && !o.stderr_tail.is_empty() {
                     eprintln!("smoke test stderr (last lines):\n{}", o.stderr_tail);
                 }
             }
@@ -142,7 +147,7 @@ pub fn report(
     let failed: Vec<crate::core::diag::Diagnostic> = results
         .iter()
         .filter_map(|r| match &r.outcome {
-            Ok(o) if !passed(&o.report, o.exit_code) => Some(failed_diagnostic(&r.name, o)),
+            Ok(o) if !o.report.passed(o.exit_code) => Some(failed_diagnostic(&r.name, o)),
             _ => None,
         })
         .collect();
@@ -162,12 +167,11 @@ pub fn report(
 
 /// `SMOKE_FAILED`, naming the required checks that failed.
 pub fn failed_diagnostic(image: &str, o: &SmokeOutcome) -> crate::core::diag::Diagnostic {
-    use crate::core::smoke::CheckStatus;
     let failing: Vec<String> = o
         .report
         .checks
         .iter()
-        .filter(|c| c.required && c.status == CheckStatus::Fail)
+        .filter(|c| c.fails_the_run())
         .map(|c| format!("{} ({})", c.code, c.name))
         .collect();
     let what = if failing.is_empty() {

@@ -7,26 +7,15 @@ use crate::cli::{GpusArg, TestArgs};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::smoke::Expectations;
 use crate::infra::docker::{self, codes, images, labels, run};
-use std::path::Path;
 use std::time::Duration;
-
-/// Read a lock file and map it to the smoke test's expectations.
-pub fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure> {
-    let lock = crate::app::read_lock(path)?;
-    Ok(crate::core::expect::expectations_from_lock(&lock))
-}
-
-/// Read an `--expect FILE` (the `expect.json` format the smoke script reads).
-pub fn read_expect_file(path: &Path) -> Result<Expectations, Failure> {
-    let text = crate::infra::fs::read_text(path, crate::infra::fs::Input::Expectations)?;
-    Expectations::from_json(&text, &path.display().to_string())
-}
 
 /// `envbuild test IMAGE`. The table is not needed: a lock is only read, never resolved.
 pub fn run(_table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Failure> {
-    let expectations = match (&args.lock, &args.expect) {
-        (Some(lock), _) => Some(expectations_from_lock_file(lock)?),
-        (None, Some(path)) => Some(read_expect_file(path)?),
+    let expectations = match (&args.lock, &args.expect_file) {
+        (Some(lock), _) => Some(crate::core::expect::expectations_from_lock(
+            &crate::app::read_lock(lock)?,
+        )),
+        (None, Some(path)) => Some(crate::app::read_expectations(path)?),
         (None, None) => None,
     };
     let settings = SmokeSettings {

@@ -3,12 +3,15 @@
 //! here (native, minor-version compatibility, driver too old) and carries every GPU's
 //! architecture. This module performs no I/O.
 //!
-//! The container-GPU section is filled by the Docker layer ([`ContainerGpu`]); until it is wired,
-//! the report says "not checked".
+//! The container-GPU section ([`ContainerGpu`]) is what `infra::docker::gpu_probe` found out
+//! from the engine; `commands::doctor` passes it in (or a "not checked" one when no engine
+//! answers or `ENVBUILD_DOCKER_CHECK=0`). Checks, statuses, the verdict and the check table are
+//! `core::report`'s, shared with the smoke test.
 
 use crate::core::compat::{Os, Table};
 use crate::core::host::HostFacts;
-use crate::core::smoke::{render_checks, Check, CheckStatus, Expectations, Verdict};
+use crate::core::report::{render_checks, Check, Status, Verdict};
+use crate::core::smoke::Expectations;
 use crate::core::version::{coverage, Cc, Coverage, Version};
 use serde::Serialize;
 
@@ -30,9 +33,9 @@ pub mod codes {
     pub const CONTAINER_GPU_UNAVAILABLE: &str = "CONTAINER_GPU_UNAVAILABLE";
 }
 
-/// What a lock's build needs from the host. The lock maps onto this with one function
-/// (`DoctorExpect::from_lock`, added with the lock type); [`DoctorExpect::from_expectations`]
-/// maps the smoke test's expectations, which carry no driver minimums.
+/// What a lock's build needs from the host. [`DoctorExpect::from_lock`] maps a lock (`--lock`);
+/// [`DoctorExpect::from_expectations`] maps the smoke test's expectations (`--expect-file`),
+/// which carry no driver minimums.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DoctorExpect {
     /// The build's CUDA (`torch.version.cuda`); `None` for a CPU build.
@@ -87,7 +90,7 @@ impl DoctorExpect {
     }
 }
 
-/// Whether containers get a GPU, as the Docker layer finds out (filled in by `docker`).
+/// Whether containers get a GPU, as `infra::docker::gpu_probe` finds out from the engine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContainerGpu {
     /// The `nvidia` runtime is registered with the engine.
@@ -113,14 +116,11 @@ pub struct DoctorReport {
 
 impl DoctorReport {
     pub fn exit_code(&self) -> i32 {
-        match self.status {
-            Verdict::Pass => crate::core::diag::exit::OK,
-            Verdict::Fail => crate::core::diag::exit::FAILURE,
-        }
+        self.status.exit_code()
     }
 }
 
-fn check(name: &str, status: CheckStatus, code: &str, detail: String) -> Check {
+fn check(name: &str, status: Status, code: &str, detail: String) -> Check {
     Check {
         name: name.to_string(),
         status,
@@ -143,7 +143,7 @@ pub fn evaluate(
     expect: Option<&DoctorExpect>,
     container_gpu: Option<ContainerGpu>,
 ) -> DoctorReport {
-    use CheckStatus::{Fail, Pass, Skip, Warn};
+    use Status::{Fail, Pass, Skip, Warn};
     let cpu_lock = expect.is_some_and(|e| e.cuda.is_none());
     let mut checks = Vec::new();
 
@@ -243,10 +243,9 @@ pub fn evaluate(
     }
 
     checks.push(container_check(container_gpu.as_ref()));
-    let failed = checks.iter().any(|c| c.required && c.status == Fail);
     DoctorReport {
         schema: 1,
-        status: if failed { Verdict::Fail } else { Verdict::Pass },
+        status: Verdict::of(&checks),
         host: host.clone(),
         expect: expect.cloned(),
         checks,
@@ -258,17 +257,12 @@ pub fn evaluate(
 fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     let name = "driver_compat";
     let Some(build) = &e.cuda else {
-        return check(
-            name,
-            CheckStatus::Skip,
-            codes::CPU_BUILD,
-            "CPU build".into(),
-        );
+        return check(name, Status::Skip, codes::CPU_BUILD, "CPU build".into());
     };
     let Some(driver) = &host.driver else {
         return check(
             name,
-            CheckStatus::Fail,
+            Status::Fail,
             codes::NO_DRIVER,
             format!("the lock's CUDA {build} build needs an NVIDIA driver"),
         );
@@ -284,7 +278,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     if native {
         return check(
             name,
-            CheckStatus::Pass,
+            Status::Pass,
             codes::DRIVER_NATIVE,
             format!("driver {driver} runs the lock's CUDA {build} build natively"),
         );
@@ -294,7 +288,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     match floor {
         Some(f) if build.major() >= 11 && driver >= &f => optional(check(
             name,
-            CheckStatus::Warn,
+            Status::Warn,
             codes::DRIVER_MINOR_COMPAT,
             format!(
                 "driver {driver} runs the CUDA {build} build through minor-version compatibility \
@@ -303,7 +297,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
         )),
         Some(f) => check(
             name,
-            CheckStatus::Fail,
+            Status::Fail,
             codes::DRIVER_TOO_OLD,
             format!(
                 "driver {driver} is too old for the lock's CUDA {build} build (needs >= {f}): {hint}"
@@ -311,13 +305,13 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
         ),
         None if e.driver_native.is_none() && host.cuda.is_none() => optional(check(
             name,
-            CheckStatus::Warn,
+            Status::Warn,
             codes::CUDA_UNKNOWN,
             format!("cannot tell whether driver {driver} runs CUDA {build}: its CUDA level is unknown"),
         )),
         None => check(
             name,
-            CheckStatus::Fail,
+            Status::Fail,
             codes::DRIVER_TOO_OLD,
             format!("driver {driver} is too old for the lock's CUDA {build} build: {hint}"),
         ),
@@ -333,7 +327,7 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
     if e.cubins.is_empty() && e.ptx.is_empty() {
         return Some(optional(check(
             name,
-            CheckStatus::Skip,
+            Status::Skip,
             codes::NOT_CHECKED,
             "the lock names no architectures".into(),
         )));
@@ -368,7 +362,7 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
     Some(if !missing.is_empty() {
         check(
             name,
-            CheckStatus::Fail,
+            Status::Fail,
             codes::ARCH_MISSING,
             format!(
                 "the build ({}) has no kernel image for {}: pick a build whose arch list covers it",
@@ -379,7 +373,7 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
     } else if !ptx_only.is_empty() {
         optional(check(
             name,
-            CheckStatus::Warn,
+            Status::Warn,
             codes::ARCH_PTX_ONLY,
             format!(
                 "no cubin for {}: PTX is JIT-compiled at first use (slow start) or coverage unknown",
@@ -387,34 +381,36 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
             ),
         ))
     } else {
-        check(name, CheckStatus::Pass, codes::OK, ok.join("; "))
+        check(name, Status::Pass, codes::OK, ok.join("; "))
     })
 }
 
-/// The container section: "not checked" until the Docker layer fills it.
+/// The container section, from what the engine probe found: a container that saw a GPU passes,
+/// one refused a GPU fails, registered runtimes alone are a hint (optional), and no answer at
+/// all is "not checked". `None` (a caller that did not ask the engine) is "not checked" too.
 pub fn container_check(c: Option<&ContainerGpu>) -> Check {
     let name = "container_gpu";
     match c {
         None => optional(check(
             name,
-            CheckStatus::Skip,
+            Status::Skip,
             codes::NOT_CHECKED,
-            "Docker GPU support is not checked by this build".into(),
+            "the Docker engine was not asked".into(),
         )),
         Some(c) if c.verified.is_none() && c.nvidia_runtime.is_none() && c.cdi.is_none() => {
             optional(check(
                 name,
-                CheckStatus::Skip,
+                Status::Skip,
                 codes::NOT_CHECKED,
                 c.detail.clone(),
             ))
         }
         Some(c) if c.verified == Some(true) => {
-            check(name, CheckStatus::Pass, codes::OK, c.detail.clone())
+            check(name, Status::Pass, codes::OK, c.detail.clone())
         }
         Some(c) if c.verified == Some(false) => check(
             name,
-            CheckStatus::Fail,
+            Status::Fail,
             codes::CONTAINER_GPU_UNAVAILABLE,
             c.detail.clone(),
         ),
@@ -423,9 +419,9 @@ pub fn container_check(c: Option<&ContainerGpu>) -> Check {
             optional(check(
                 name,
                 if registered {
-                    CheckStatus::Pass
+                    Status::Pass
                 } else {
-                    CheckStatus::Warn
+                    Status::Warn
                 },
                 if registered {
                     codes::OK
@@ -534,7 +530,7 @@ mod tests {
         let c = find(&r, "driver_compat");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (CheckStatus::Warn, codes::DRIVER_MINOR_COMPAT)
+            (Status::Warn, codes::DRIVER_MINOR_COMPAT)
         );
         assert_eq!(r.status, Verdict::Pass);
 
@@ -546,7 +542,7 @@ mod tests {
         let c = find(&r, "driver_compat");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (CheckStatus::Fail, codes::DRIVER_TOO_OLD)
+            (Status::Fail, codes::DRIVER_TOO_OLD)
         );
         assert!(c.detail.contains("525.60.13"), "{}", c.detail);
         assert_eq!(r.status, Verdict::Fail);
@@ -608,7 +604,7 @@ mod tests {
         let c = find(&r, "arch_coverage");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (CheckStatus::Fail, codes::ARCH_MISSING)
+            (Status::Fail, codes::ARCH_MISSING)
         );
         assert!(c.detail.contains("sm_100"), "{}", c.detail);
         assert_eq!(r.status, Verdict::Fail);
@@ -622,7 +618,7 @@ mod tests {
         let c = find(&r, "driver");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (CheckStatus::Fail, codes::NO_DRIVER)
+            (Status::Fail, codes::NO_DRIVER)
         );
         assert!(c.detail.contains("no NVIDIA driver found"));
         assert!(c.detail.contains("libnvidia-ml"));

@@ -1,6 +1,8 @@
 //! What a locked environment must look like when the smoke test runs: the lock turned into the
 //! script's [`Expectations`]. Used by `render` (the image's `expect.json`), `image`, `test` and
-//! `smoke --lock`, so every path checks the same facts. This module performs no I/O.
+//! `smoke --lock`, so every path checks the same facts; and the one size parser (`parse_size`,
+//! docker's `--shm-size` grammar) that the lock's `shm_size` and `--shm-size` share. This module
+//! performs no I/O.
 
 use crate::core::lock::Lock;
 use crate::core::smoke::Expectations;
@@ -40,7 +42,7 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
         arch_list,
         python: lock.packages.get("python").cloned(),
         packages,
-        min_shm_bytes: parse_size_bytes(&lock.image.shm_size),
+        min_shm_bytes: parse_size(&lock.image.shm_size).ok().map(|s| s.bytes),
     }
 }
 
@@ -71,42 +73,95 @@ fn pip_name_version(req: &str) -> Option<(String, String)> {
     ))
 }
 
-/// Docker's size syntax (`16g`, `512m`, `1024k`, `100b`, `65536`), binary units, as bytes.
-pub fn parse_size_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let (digits, mult) = match s.char_indices().last()? {
-        (i, c) if c.is_ascii_alphabetic() => {
-            let mult: u64 = match c.to_ascii_lowercase() {
-                'b' => 1,
-                'k' => 1 << 10,
-                'm' => 1 << 20,
-                'g' => 1 << 30,
-                _ => return None,
-            };
-            (&s[..i], mult)
-        }
-        _ => (s, 1),
-    };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// A size that [`parse_size`] accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    pub bytes: u64,
+    /// Written as digits and at most one unit letter (`16g`, `100b`, `4096`): the spelling that
+    /// the spec, docker and the rendered Kubernetes quantity all read the same way.
+    pub short: bool,
+}
+
+/// Why [`parse_size`] refused a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeError {
+    /// Not in the grammar.
+    Syntax,
+    /// In the grammar, but more bytes than 64 bits hold.
+    TooLarge,
+}
+
+/// The one size parser: docker's `--shm-size` grammar, binary units. Digits, then optionally a
+/// unit `b`, `k`, `m` or `g`, where `k`/`m`/`g` may be followed by `b` or `ib`; case-insensitive,
+/// surrounding blanks ignored: `4096`, `100b`, `64k`, `512m`, `512MB`, `512MiB`, `2g`. A leading
+/// `+` is tolerated because `--shm-size` always took it.
+pub fn parse_size(s: &str) -> Result<Size, SizeError> {
+    let t = s.trim();
+    let body = t.strip_prefix('+').unwrap_or(t);
+    let (digits, unit) = body.split_at(
+        body.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(body.len()),
+    );
+    if digits.is_empty() {
+        return Err(SizeError::Syntax);
     }
-    digits.parse::<u64>().ok()?.checked_mul(mult)
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(SizeError::Syntax),
+    };
+    // Only ASCII digits are left, so a parse error is an overflow.
+    let n: u64 = digits.parse().map_err(|_| SizeError::TooLarge)?;
+    Ok(Size {
+        bytes: n.checked_mul(mult).ok_or(SizeError::TooLarge)?,
+        short: body.len() == t.len() && unit.len() <= 1,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn bytes(s: &str) -> Option<u64> {
+        parse_size(s).ok().map(|s| s.bytes)
+    }
+
     #[test]
-    fn sizes() {
-        assert_eq!(parse_size_bytes("16g"), Some(16 << 30));
-        assert_eq!(parse_size_bytes("512M"), Some(512 << 20));
-        assert_eq!(parse_size_bytes("100b"), Some(100));
-        assert_eq!(parse_size_bytes("4096"), Some(4096));
-        assert_eq!(parse_size_bytes("g"), None);
-        assert_eq!(parse_size_bytes("1t"), None);
-        assert_eq!(parse_size_bytes("-1g"), None);
-        assert_eq!(parse_size_bytes("99999999999999999999g"), None);
+    fn sizes_in_docker_grammar() {
+        for (text, want, short) in [
+            ("16g", 16u64 << 30, true),
+            ("512M", 512 << 20, true),
+            ("100b", 100, true),
+            ("100B", 100, true),
+            ("4096", 4096, true),
+            ("0", 0, true),
+            ("64k", 64 << 10, true),
+            (" 2g ", 2 << 30, true),
+            ("512mb", 512 << 20, false),
+            ("512MiB", 512 << 20, false),
+            ("1Gb", 1 << 30, false),
+            ("8kib", 8 << 10, false),
+            ("+1g", 1 << 30, false),
+        ] {
+            assert_eq!(
+                parse_size(text),
+                Ok(Size { bytes: want, short }),
+                "{text:?}"
+            );
+        }
+        for bad in [
+            "", "g", "mb", "1t", "-1g", "1.5g", "1 g", "1gg", "1bb", "1ib", "1mi", "++1g", "0x10",
+        ] {
+            assert_eq!(parse_size(bad), Err(SizeError::Syntax), "{bad:?}");
+        }
+        assert_eq!(
+            parse_size("99999999999999999999g"),
+            Err(SizeError::TooLarge)
+        );
+        assert_eq!(parse_size("99999999999g"), Err(SizeError::TooLarge));
+        assert_eq!(bytes("17179869184g"), None);
     }
 
     #[test]

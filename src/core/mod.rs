@@ -1,6 +1,7 @@
 //! The pure core: spec, compatibility table, resolution, lock, expectations, rendering, import,
-//! the smoke test's contract and doctor's judgement. Nothing here touches a file, a process, the
-//! clock, tokio or bollard; callers pass text in and get values out, so tests drive it with values.
+//! the smoke test's contract, doctor's judgement and the check report both share. Nothing here
+//! touches a file, a process, the clock, tokio or bollard; callers pass text in and get values
+//! out, so tests drive it with values.
 
 pub mod compat;
 pub mod diag;
@@ -11,6 +12,7 @@ pub mod host;
 pub mod import;
 pub mod lock;
 pub mod render;
+pub mod report;
 pub mod resolve;
 pub mod smoke;
 pub mod spec;

@@ -2,11 +2,14 @@
 //!
 //! The script (`templates/smoke/envbuild_smoke.py`) runs with the standard library plus torch,
 //! prints one JSON document on stdout and exits 0 only when every required check passes. This
-//! file holds the contract between the Rust side and the script (`Expectations`, `SmokeReport`),
-//! the pure renderers (`render_table`, `junit_xml`, `parse_output`). This module performs no I/O;
-//! `infra::python` runs the script with an interpreter.
+//! file holds the contract between the Rust side and the script (`Expectations`, `SmokeReport`,
+//! `Mode`), the one pass rule (`SmokeReport::passed`), the parser (`parse_output`) and the
+//! smoke-specific renderers (`render_table`, `junit_suite`); the check table and the JUnit writer
+//! they use are `core::report`'s. This module performs no I/O; `infra::python` runs the script
+//! with an interpreter and `infra::docker::run` runs it in a container.
 
 use crate::core::diag::{exit, Diagnostic, Failure};
+use crate::core::report::{self, Check, Status, Suite, SuiteBody, Verdict};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,46 +52,6 @@ pub struct Expectations {
     /// Shared memory the DataLoader workers need, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shm_bytes: Option<u64>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CheckStatus {
-    Pass,
-    Warn,
-    Skip,
-    Fail,
-}
-
-/// One check of the report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// Stable check name, e.g. `torch_import`, `cuda_available`, `matmul`.
-    pub name: String,
-    pub status: CheckStatus,
-    /// Stable code, e.g. `OK`, `TORCH_MISSING`, `TORCH_CPU_BUILD`, `ARCH_MISSING`.
-    pub code: String,
-    /// One line a person can act on.
-    pub detail: String,
-    /// A failed required check fails the run; a failed optional one only warns.
-    #[serde(default = "yes")]
-    pub required: bool,
-    /// A measured figure, where the check has one (TFLOP/s, GB/s, bytes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub value: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Pass,
-    Fail,
 }
 
 /// The JSON document the script prints (schema 1).
@@ -141,6 +104,15 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// `gpu` when the run has (or, in a container, requests) GPUs, `cpu` otherwise.
+    pub fn from_gpus(gpus: bool) -> Mode {
+        if gpus {
+            Mode::Gpu
+        } else {
+            Mode::Cpu
+        }
+    }
+
     /// The script's `--mode` value.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -175,22 +147,20 @@ impl Expectations {
 }
 
 impl SmokeReport {
-    /// True when no required check failed; the script's `status` says the same.
-    pub fn passed(&self) -> bool {
-        self.status == Verdict::Pass
+    /// The one pass rule, for every path that runs the script (`smoke`, `image`, `test`, the
+    /// verdict cache): the script exited 0, its report says `pass`, and no required check
+    /// failed. Any disagreement counts as a failure (`parse_output` refuses those already).
+    pub fn passed(&self, exit_code: i64) -> bool {
+        exit_code == 0 && self.status == Verdict::Pass && Verdict::of(&self.checks) == Verdict::Pass
     }
 
-    /// The process exit code for this report: 0 pass, 1 fail.
+    /// The exit code the script gives for this report (0 pass, 1 fail): `envbuild smoke`'s too.
     pub fn exit_code(&self) -> i32 {
-        if self.passed() {
-            exit::OK
-        } else {
-            exit::FAILURE
-        }
+        self.status.exit_code()
     }
 
     /// The checks with this status, in report order.
-    pub fn count(&self, status: CheckStatus) -> usize {
+    pub fn count(&self, status: Status) -> usize {
         self.checks.iter().filter(|c| c.status == status).count()
     }
 }
@@ -236,11 +206,7 @@ pub fn parse_output(stdout: &str, stderr: &str, code: Option<i32>) -> Result<Smo
             ),
         ));
     }
-    let failed = report
-        .checks
-        .iter()
-        .any(|c| c.required && c.status == CheckStatus::Fail);
-    if failed == report.passed() {
+    if Verdict::of(&report.checks) != report.status {
         return Err(Failure::bug(format!(
             "the smoke report says `{:?}` but its checks say otherwise",
             report.status
@@ -250,7 +216,7 @@ pub fn parse_output(stdout: &str, stderr: &str, code: Option<i32>) -> Result<Smo
         let why = report
             .checks
             .iter()
-            .find(|c| c.status == CheckStatus::Fail)
+            .find(|c| c.status == Status::Fail)
             .map_or("no detail", |c| c.detail.as_str());
         return Err(Failure::bug(format!(
             "the smoke test refused its arguments: {why}"
@@ -273,57 +239,6 @@ pub fn stderr_tail(stderr: &str) -> String {
 }
 
 // ------------------------------------------------------------------ rendering
-
-const RESET: &str = "\x1b[0m";
-
-fn status_label(status: CheckStatus) -> (&'static str, &'static str) {
-    match status {
-        CheckStatus::Pass => ("PASS", "\x1b[32m"),
-        CheckStatus::Warn => ("WARN", "\x1b[33m"),
-        CheckStatus::Skip => ("SKIP", "\x1b[2m"),
-        CheckStatus::Fail => ("FAIL", "\x1b[31;1m"),
-    }
-}
-
-/// One line per check: status, name, code, detail. Shared by `smoke` and `doctor`.
-pub fn render_checks(checks: &[Check], color: bool) -> String {
-    let name_w = checks
-        .iter()
-        .map(|c| c.name.len())
-        .max()
-        .unwrap_or(5)
-        .max(5);
-    let code_w = checks
-        .iter()
-        .map(|c| c.code.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let mut out = format!(
-        "{:<6}{:<name_w$}  {:<code_w$}  DETAIL\n",
-        "", "CHECK", "CODE"
-    );
-    for c in checks {
-        let (label, ansi) = status_label(c.status);
-        // Pad before colouring so escape codes never disturb the column widths.
-        let label = format!("{label:<4}");
-        let label = if color {
-            format!("{ansi}{label}{RESET}")
-        } else {
-            label
-        };
-        let optional = if c.required || c.status == CheckStatus::Pass {
-            ""
-        } else {
-            " (optional)"
-        };
-        out.push_str(&format!(
-            "{label}  {:<name_w$}  {:<code_w$}  {}{optional}\n",
-            c.name, c.code, c.detail
-        ));
-    }
-    out
-}
 
 fn env_str(report: &SmokeReport, key: &str) -> Option<String> {
     match report.environment.get(key)? {
@@ -371,37 +286,24 @@ pub fn render_table(report: &SmokeReport, color: bool) -> String {
     if !out.is_empty() {
         out.push('\n');
     }
-    out.push_str(&render_checks(&report.checks, color));
-    let (label, ansi) = if report.passed() {
-        ("PASS", "\x1b[32;1m")
-    } else {
-        ("FAIL", "\x1b[31;1m")
-    };
-    let verdict = if color {
-        format!("{ansi}{label}{RESET}")
-    } else {
-        label.to_string()
-    };
+    out.push_str(&report::render_checks(&report.checks, color));
+    let verdict = report::verdict_label(report.status, color);
     out.push_str(&format!(
         "\n{verdict}: {} passed, {} warnings, {} failed, {} skipped ({} mode, {:.1} s)\n",
-        report.count(CheckStatus::Pass),
-        report.count(CheckStatus::Warn),
-        report.count(CheckStatus::Fail),
-        report.count(CheckStatus::Skip),
+        report.count(Status::Pass),
+        report.count(Status::Warn),
+        report.count(Status::Fail),
+        report.count(Status::Skip),
         report.mode,
         report.duration_s
     ));
     out
 }
 
-/// The report as JUnit XML, one test case per check in report order. A failed required check
-/// is a `<failure>`; a warning or a failed optional check passes with its detail in
-/// `<system-out>`; a skipped check is `<skipped>`. No timestamps, so the output is stable.
-pub fn junit_xml(report: &SmokeReport, suite: &str) -> Result<String, Failure> {
-    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-    let mut ts = TestSuite::new(suite);
-    ts.set_time(Duration::from_secs_f64(report.duration_s.max(0.0)));
-    ts.add_property(("mode", report.mode.as_str()));
+/// The report as one JUnit suite named `name`, for `report::junit_xml`: the run's time, the mode
+/// and the environment's facts (not the null ones) as properties, one test case per check.
+pub fn junit_suite<'a>(report: &'a SmokeReport, name: &str) -> Suite<'a> {
+    let mut properties = vec![("mode".to_string(), report.mode.clone())];
     // serde_json's Map is ordered by key, so the properties are too.
     for (k, v) in &report.environment {
         let text = match v {
@@ -409,49 +311,22 @@ pub fn junit_xml(report: &SmokeReport, suite: &str) -> Result<String, Failure> {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        ts.add_property((k.as_str(), text.as_str()));
+        properties.push((k.clone(), text));
     }
-    for c in &report.checks {
-        let message = format!("{}: {}", c.code, c.detail);
-        let status = match c.status {
-            CheckStatus::Fail if c.required => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                s.set_message(message.as_str()).set_type(c.code.as_str());
-                s
-            }
-            CheckStatus::Skip => {
-                let mut s = TestCaseStatus::skipped();
-                s.set_message(message.as_str()).set_type(c.code.as_str());
-                s
-            }
-            _ => TestCaseStatus::success(),
-        };
-        let mut tc = TestCase::new(c.name.as_str(), status);
-        tc.set_classname(suite);
-        if matches!(
-            c.status,
-            CheckStatus::Pass | CheckStatus::Warn | CheckStatus::Fail
-        ) && !(c.status == CheckStatus::Fail && c.required)
-        {
-            let prefix = match c.status {
-                CheckStatus::Pass => "",
-                _ => "warning: ",
-            };
-            tc.set_system_out(format!("{prefix}{message}"));
-        }
-        ts.add_test_case(tc);
+    Suite {
+        name: name.to_string(),
+        // A report is the script's word: an absurd duration is left out rather than trusted.
+        time: Duration::try_from_secs_f64(report.duration_s).ok(),
+        properties,
+        body: SuiteBody::Checks(&report.checks),
     }
-    let mut r = Report::new("envbuild");
-    r.add_test_suite(ts);
-    r.to_string()
-        .map_err(|e| Failure::bug(format!("cannot write JUnit XML: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn check(name: &str, status: CheckStatus, code: &str, required: bool) -> Check {
+    fn check(name: &str, status: Status, code: &str, required: bool) -> Check {
         Check {
             name: name.into(),
             status,
@@ -482,11 +357,11 @@ mod tests {
         report(
             Verdict::Fail,
             vec![
-                check("python", CheckStatus::Pass, "OK", true),
-                check("cuda_available", CheckStatus::Fail, "NO_GPU_VISIBLE", true),
-                check("shm", CheckStatus::Warn, "SHM_TOO_SMALL", false),
-                check("matmul", CheckStatus::Skip, "NO_CUDA", true),
-                check("tflops_bf16", CheckStatus::Fail, "CHECK_ERROR", false),
+                check("python", Status::Pass, "OK", true),
+                check("cuda_available", Status::Fail, "NO_GPU_VISIBLE", true),
+                check("shm", Status::Warn, "SHM_TOO_SMALL", false),
+                check("matmul", Status::Skip, "NO_CUDA", true),
+                check("tflops_bf16", Status::Fail, "CHECK_ERROR", false),
             ],
         )
     }
@@ -575,23 +450,56 @@ mod tests {
     }
 
     #[test]
-    fn junit_maps_statuses() {
-        let xml = junit_xml(&failing(), "envbuild.smoke").unwrap();
-        assert!(xml.contains(r#"tests="5""#), "{xml}");
-        assert!(xml.contains(r#"failures="1""#), "{xml}");
-        assert!(xml.contains(r#"skipped="1""#), "{xml}");
-        assert!(xml.contains(r#"<failure message="NO_GPU_VISIBLE: cuda_available detail" type="NO_GPU_VISIBLE"/>"#), "{xml}");
-        assert!(xml.contains("warning: SHM_TOO_SMALL: shm detail"), "{xml}");
+    fn junit_suite_carries_time_mode_and_facts() {
+        let r = failing();
+        let xml = report::junit_xml(&[junit_suite(&r, "envbuild.smoke")]).unwrap();
         assert!(
-            xml.contains("warning: CHECK_ERROR: tflops_bf16 detail"),
+            xml.contains(r#"<testsuite name="envbuild.smoke" tests="5""#),
             "{xml}"
         );
-        assert!(!xml.contains("timestamp"), "{xml}");
+        assert!(xml.contains(r#"time="1.250""#), "{xml}");
+        assert!(
+            xml.contains(r#"<property name="mode" value="gpu"/>"#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<property name="torch" value="2.5.1+cu124"/>"#),
+            "{xml}"
+        );
         assert!(
             !xml.contains(r#"name="cuda""#),
             "null facts are left out: {xml}"
         );
-        assert_eq!(xml, junit_xml(&failing(), "envbuild.smoke").unwrap());
+        assert!(
+            xml.contains(r#"<testcase name="cuda_available" classname="envbuild.smoke">"#),
+            "{xml}"
+        );
+        let mut absurd = failing();
+        absurd.duration_s = 1e300;
+        assert!(junit_suite(&absurd, "x").time.is_none());
+    }
+
+    #[test]
+    fn passing_needs_exit_zero_status_pass_and_no_required_failure() {
+        let good = report(
+            Verdict::Pass,
+            vec![check("python", Status::Pass, "OK", true)],
+        );
+        assert!(good.passed(0));
+        assert!(!good.passed(1));
+        let lying = report(
+            Verdict::Pass,
+            vec![check("torch_import", Status::Fail, "TORCH_MISSING", true)],
+        );
+        assert!(!lying.passed(0));
+        let optional = report(
+            Verdict::Pass,
+            vec![check("tflops_bf16", Status::Fail, "SLOW", false)],
+        );
+        assert!(optional.passed(0));
+        assert!(!report(Verdict::Fail, vec![]).passed(0));
+        assert_eq!(failing().exit_code(), exit::FAILURE);
+        assert_eq!(good.exit_code(), exit::OK);
     }
 
     #[test]

@@ -252,6 +252,27 @@ fn bad_overrides_and_lock_are_usage_errors() {
         .stderr(predicate::str::contains("IO_ERROR"));
 }
 
+/// `--lock` and `--expect-file` are the same flags as on `smoke` and `test`, and exclusive; a bad
+/// expectations file is the same error.
+#[test]
+fn expectation_flags_match_the_other_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = expect_file(dir.path(), "12.4", &["sm_90"]);
+    doctor()
+        .args(["--lock", "a.lock", "--expect-file"])
+        .arg(&e)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+    let bad = write(dir.path(), "bad.json", r#"{"torhc": "2.5.1"}"#);
+    doctor()
+        .arg("--expect-file")
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("INVALID_EXPECTATIONS"));
+}
+
 /// Every doctor code is documented in docs/smoke.md.
 #[test]
 fn every_doctor_code_is_documented() {

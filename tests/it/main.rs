@@ -3,6 +3,7 @@
 //! `tests/fixtures/fake_torch.py` writes).
 
 mod architecture;
+mod cli;
 mod doctor;
 mod import;
 mod lock;

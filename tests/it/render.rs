@@ -929,7 +929,7 @@ fn cli_refuses_a_hand_edited_lock() {
 }
 
 #[test]
-fn cli_templates_dump_refuses_to_overwrite_without_force() {
+fn cli_templates_dump_refuses_a_non_empty_directory_without_force() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("tpl");
     envbuild()
@@ -945,10 +945,42 @@ fn cli_templates_dump_refuses_to_overwrite_without_force() {
         .arg(&dir)
         .assert()
         .code(1)
+        .stderr(predicates::str::contains("OUTPUT_EXISTS"))
         .stderr(predicates::str::contains("--force"));
     envbuild()
         .args(["templates", "dump", "--force"])
         .arg(&dir)
+        .assert()
+        .success();
+    // Any non-empty directory is refused, not only one holding templates; an empty one is fine.
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    envbuild()
+        .args(["templates", "dump"])
+        .arg(&other)
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("OUTPUT_EXISTS"));
+    assert_eq!(
+        std::fs::read_dir(&other).unwrap().count(),
+        1,
+        "nothing written"
+    );
+    envbuild()
+        .args(["templates", "dump", "--force"])
+        .arg(&other)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(other.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    envbuild()
+        .args(["templates", "dump"])
+        .arg(&empty)
         .assert()
         .success();
     // The dumped set renders exactly like the embedded one.

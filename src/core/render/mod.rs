@@ -525,7 +525,8 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
     check(
         "image.shm_size",
         &img.shm_size,
-        crate::core::expect::parse_size_bytes(&img.shm_size).is_some() && word(&img.shm_size, ""),
+        crate::core::expect::parse_size(&img.shm_size).is_ok_and(|s| s.short)
+            && word(&img.shm_size, ""),
         "a size such as `16g`",
     );
     for (field, p) in [

@@ -5,7 +5,7 @@
 
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::smoke::{Expectations, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
+use crate::core::smoke::{Expectations, Mode, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
 use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
@@ -16,22 +16,6 @@ use futures_util::StreamExt;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-/// Which checks the script runs: `gpu` needs a usable device, `cpu` runs the GPU-less ones.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmokeMode {
-    Gpu,
-    Cpu,
-}
-
-impl SmokeMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SmokeMode::Gpu => "gpu",
-            SmokeMode::Cpu => "cpu",
-        }
-    }
-}
-
 /// One smoke-test run.
 #[derive(Debug, Clone)]
 pub struct SmokeRequest {
@@ -40,7 +24,7 @@ pub struct SmokeRequest {
     pub expectations: Option<Expectations>,
     /// Copied in as the script; `None` uses the one the image carries.
     pub script: Option<Vec<u8>>,
-    pub mode: SmokeMode,
+    pub mode: Mode,
     /// Request every GPU (`docker run --gpus all`).
     pub gpus: bool,
     /// `/dev/shm` size in bytes (DataLoader workers share tensors through it).
@@ -97,7 +81,7 @@ const STDERR_TAIL_LINES: usize = 20;
 const CLEANUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// The command the container runs: exec form, no shell, nothing interpolated.
-pub fn smoke_cmd(mode: SmokeMode) -> Vec<String> {
+pub fn smoke_cmd(mode: Mode) -> Vec<String> {
     vec![
         "python3".into(),
         IMAGE_SCRIPT_PATH.into(),
@@ -486,7 +470,7 @@ mod tests {
 
     #[test]
     fn command_is_exec_form_without_a_shell() {
-        let cmd = smoke_cmd(SmokeMode::Cpu);
+        let cmd = smoke_cmd(Mode::Cpu);
         assert_eq!(cmd[0], "python3");
         assert_eq!(cmd.last().unwrap(), "cpu");
         assert!(!cmd.iter().any(|a| a == "sh" || a == "-c"));
@@ -513,7 +497,7 @@ mod tests {
             image: "x".into(),
             expectations: Some(Expectations::default()),
             script: Some(b"print(1)".to_vec()),
-            mode: SmokeMode::Cpu,
+            mode: Mode::Cpu,
             gpus: false,
             shm_bytes: 1,
             timeout: Duration::from_secs(1),

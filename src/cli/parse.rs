@@ -1,0 +1,44 @@
+//! The value parsers of the command line, one per argument type; each wraps the one core parser
+//! of that type and words its refusal for clap. This module performs no I/O.
+
+use crate::core::expect::{parse_size, SizeError};
+
+/// A size for `--shm-size`: `1073741824`, `512m`, `512mb`, `2g`, `64k` (docker's grammar, binary
+/// units; see `core::expect::parse_size`), more than zero and at most what the Engine API takes.
+pub fn size(s: &str) -> Result<u64, String> {
+    match parse_size(s) {
+        Ok(size) if size.bytes > 0 && size.bytes <= i64::MAX as u64 => Ok(size.bytes),
+        Ok(_) | Err(SizeError::TooLarge) => Err(format!("`{s}` is not a usable size")),
+        Err(SizeError::Syntax) => Err(format!(
+            "`{s}` is not a size such as 1073741824, 512m or 2g"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shm_sizes_take_every_docker_spelling() {
+        for (text, want) in [
+            ("1g", 1u64 << 30),
+            ("1073741824", 1 << 30),
+            ("512m", 512 << 20),
+            ("512mb", 512 << 20),
+            ("512MB", 512 << 20),
+            ("512MiB", 512 << 20),
+            ("64k", 64 << 10),
+            ("100b", 100),
+            ("+2g", 2 << 30),
+        ] {
+            assert_eq!(size(text), Ok(want), "{text}");
+        }
+        assert!(size("0").unwrap_err().contains("not a usable size"));
+        assert!(size("9999999999g")
+            .unwrap_err()
+            .contains("not a usable size"));
+        assert!(size("lots").unwrap_err().contains("such as"));
+        assert!(size("1t").unwrap_err().contains("such as"));
+    }
+}

@@ -1,0 +1,358 @@
+//! The presentation shared by `smoke` and `doctor` (and `image`/`test`, which run the smoke test
+//! in containers): a check, its status, the verdict, the check table and the one JUnit writer.
+//! This module performs no I/O; callers print or write what it returns.
+
+use crate::core::diag::{exit, Failure};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How one check ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Warn,
+    Skip,
+    Fail,
+}
+
+/// One check of a report (the smoke script's or doctor's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Stable check name, e.g. `torch_import`, `cuda_available`, `matmul`.
+    pub name: String,
+    pub status: Status,
+    /// Stable code, e.g. `OK`, `TORCH_MISSING`, `TORCH_CPU_BUILD`, `ARCH_MISSING`.
+    pub code: String,
+    /// One line a person can act on.
+    pub detail: String,
+    /// A failed required check fails the run; a failed optional one only warns.
+    #[serde(default = "yes")]
+    pub required: bool,
+    /// A measured figure, where the check has one (TFLOP/s, GB/s, bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Check {
+    /// A failed required check: the one kind of check that fails a run.
+    pub fn fails_the_run(&self) -> bool {
+        self.required && self.status == Status::Fail
+    }
+}
+
+/// The outcome of a whole report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+impl Verdict {
+    /// The verdict the checks imply: a failed required check fails, nothing else does.
+    pub fn of(checks: &[Check]) -> Verdict {
+        if checks.iter().any(Check::fails_the_run) {
+            Verdict::Fail
+        } else {
+            Verdict::Pass
+        }
+    }
+
+    /// The process exit code for this verdict: 0 pass, 1 fail.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Verdict::Pass => exit::OK,
+            Verdict::Fail => exit::FAILURE,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ the check table
+
+const RESET: &str = "\x1b[0m";
+
+fn status_label(status: Status) -> (&'static str, &'static str) {
+    match status {
+        Status::Pass => ("PASS", "\x1b[32m"),
+        Status::Warn => ("WARN", "\x1b[33m"),
+        Status::Skip => ("SKIP", "\x1b[2m"),
+        Status::Fail => ("FAIL", "\x1b[31;1m"),
+    }
+}
+
+/// `PASS`/`FAIL` for a verdict line, bold green or red when `color`.
+pub fn verdict_label(verdict: Verdict, color: bool) -> String {
+    let (label, ansi) = match verdict {
+        Verdict::Pass => ("PASS", "\x1b[32;1m"),
+        Verdict::Fail => ("FAIL", "\x1b[31;1m"),
+    };
+    if color {
+        format!("{ansi}{label}{RESET}")
+    } else {
+        label.to_string()
+    }
+}
+
+/// One line per check: status, name, code, detail. `color` adds ANSI colours to the status.
+pub fn render_checks(checks: &[Check], color: bool) -> String {
+    let name_w = checks
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let code_w = checks
+        .iter()
+        .map(|c| c.code.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!(
+        "{:<6}{:<name_w$}  {:<code_w$}  DETAIL\n",
+        "", "CHECK", "CODE"
+    );
+    for c in checks {
+        let (label, ansi) = status_label(c.status);
+        // Pad before colouring so escape codes never disturb the column widths.
+        let label = format!("{label:<4}");
+        let label = if color {
+            format!("{ansi}{label}{RESET}")
+        } else {
+            label
+        };
+        let optional = if c.required || c.status == Status::Pass {
+            ""
+        } else {
+            " (optional)"
+        };
+        out.push_str(&format!(
+            "{label}  {:<name_w$}  {:<code_w$}  {}{optional}\n",
+            c.name, c.code, c.detail
+        ));
+    }
+    out
+}
+
+// ------------------------------------------------------------------ JUnit
+
+/// What one JUnit test suite holds: a report's checks, or the error that kept a run from
+/// producing one.
+#[derive(Debug, Clone)]
+pub enum SuiteBody<'a> {
+    Checks(&'a [Check]),
+    Error { code: &'a str, message: String },
+}
+
+/// One JUnit test suite: a smoke run of one environment or image.
+#[derive(Debug, Clone)]
+pub struct Suite<'a> {
+    /// The suite's name, also every test case's class name.
+    pub name: String,
+    /// How long the run took, where known.
+    pub time: Option<Duration>,
+    /// Facts about the environment, in this order.
+    pub properties: Vec<(String, String)>,
+    pub body: SuiteBody<'a>,
+}
+
+/// The suites as JUnit XML, one test case per check in report order. A failed required check is
+/// a `<failure>`; a warning or a failed optional check passes with its detail in `<system-out>`
+/// (prefixed `warning: `); a skipped check is `<skipped>`; a run without a report is one
+/// `<error>` case named `smoke`. No timestamps, so the output is stable.
+pub fn junit_xml(suites: &[Suite<'_>]) -> Result<String, Failure> {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut report = Report::new("envbuild");
+    for suite in suites {
+        let mut ts = TestSuite::new(suite.name.as_str());
+        if let Some(t) = suite.time {
+            ts.set_time(t);
+        }
+        for (k, v) in &suite.properties {
+            ts.add_property((k.as_str(), v.as_str()));
+        }
+        match &suite.body {
+            SuiteBody::Checks(checks) => {
+                for c in *checks {
+                    let message = format!("{}: {}", c.code, c.detail);
+                    let status = match c.status {
+                        Status::Fail if c.required => {
+                            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                            s.set_message(message.as_str()).set_type(c.code.as_str());
+                            s
+                        }
+                        Status::Skip => {
+                            let mut s = TestCaseStatus::skipped();
+                            s.set_message(message.as_str()).set_type(c.code.as_str());
+                            s
+                        }
+                        _ => TestCaseStatus::success(),
+                    };
+                    let mut tc = TestCase::new(c.name.as_str(), status);
+                    tc.set_classname(suite.name.as_str());
+                    match c.status {
+                        Status::Pass => {
+                            tc.set_system_out(message);
+                        }
+                        Status::Warn => {
+                            tc.set_system_out(format!("warning: {message}"));
+                        }
+                        Status::Fail if !c.required => {
+                            tc.set_system_out(format!("warning: {message}"));
+                        }
+                        Status::Fail | Status::Skip => {}
+                    }
+                    ts.add_test_case(tc);
+                }
+            }
+            SuiteBody::Error { code, message } => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message(message.as_str()).set_type(*code);
+                let mut tc = TestCase::new("smoke", s);
+                tc.set_classname(suite.name.as_str());
+                ts.add_test_case(tc);
+            }
+        }
+        report.add_test_suite(ts);
+    }
+    report
+        .to_string()
+        .map_err(|e| Failure::bug(format!("cannot write JUnit XML: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str, status: Status, code: &str, required: bool) -> Check {
+        Check {
+            name: name.into(),
+            status,
+            code: code.into(),
+            detail: format!("{name} detail"),
+            required,
+            value: None,
+            unit: None,
+        }
+    }
+
+    fn checks() -> Vec<Check> {
+        vec![
+            check("python", Status::Pass, "OK", true),
+            check("cuda_available", Status::Fail, "NO_GPU_VISIBLE", true),
+            check("shm", Status::Warn, "SHM_TOO_SMALL", false),
+            check("matmul", Status::Skip, "NO_CUDA", true),
+            check("tflops_bf16", Status::Fail, "CHECK_ERROR", false),
+        ]
+    }
+
+    fn suite<'a>(name: &str, checks: &'a [Check]) -> Suite<'a> {
+        Suite {
+            name: name.into(),
+            time: Some(Duration::from_millis(1250)),
+            properties: vec![("mode".into(), "gpu".into())],
+            body: SuiteBody::Checks(checks),
+        }
+    }
+
+    fn strip_ansi(s: &str) -> String {
+        let mut out = String::new();
+        let mut esc = false;
+        for ch in s.chars() {
+            match (esc, ch) {
+                (false, '\x1b') => esc = true,
+                (true, 'm') => esc = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn only_a_failed_required_check_fails_the_verdict() {
+        let all = checks();
+        assert_eq!(Verdict::of(&all), Verdict::Fail);
+        assert_eq!(
+            Verdict::of(&all[2..]),
+            Verdict::Pass,
+            "optional failures warn"
+        );
+        assert_eq!(Verdict::of(&[]), Verdict::Pass);
+        assert_eq!(Verdict::Fail.exit_code(), exit::FAILURE);
+        assert_eq!(Verdict::Pass.exit_code(), exit::OK);
+    }
+
+    #[test]
+    fn the_table_marks_optional_checks_and_keeps_columns_in_colour() {
+        let plain = render_checks(&checks(), false);
+        assert!(!plain.contains('\x1b'));
+        assert!(
+            plain.contains("FAIL  cuda_available  NO_GPU_VISIBLE"),
+            "{plain}"
+        );
+        assert!(plain.contains("shm detail (optional)"), "{plain}");
+        assert!(!plain.contains("python detail (optional)"), "{plain}");
+        let color = render_checks(&checks(), true);
+        assert!(color.contains("\x1b[31;1mFAIL\x1b[0m"));
+        assert_eq!(strip_ansi(&color), plain);
+        assert_eq!(verdict_label(Verdict::Pass, false), "PASS");
+        assert_eq!(strip_ansi(&verdict_label(Verdict::Fail, true)), "FAIL");
+    }
+
+    #[test]
+    fn junit_maps_statuses() {
+        let checks = checks();
+        let xml = junit_xml(&[suite("envbuild.smoke", &checks)]).unwrap();
+        assert!(xml.contains(r#"tests="5""#), "{xml}");
+        assert!(xml.contains(r#"failures="1""#), "{xml}");
+        assert!(xml.contains(r#"skipped="1""#), "{xml}");
+        assert!(xml.contains(r#"<failure message="NO_GPU_VISIBLE: cuda_available detail" type="NO_GPU_VISIBLE"/>"#), "{xml}");
+        assert!(xml.contains("warning: SHM_TOO_SMALL: shm detail"), "{xml}");
+        assert!(
+            xml.contains("warning: CHECK_ERROR: tflops_bf16 detail"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<property name="mode" value="gpu"/>"#),
+            "{xml}"
+        );
+        assert!(!xml.contains("timestamp"), "{xml}");
+        assert_eq!(xml, junit_xml(&[suite("envbuild.smoke", &checks)]).unwrap());
+    }
+
+    #[test]
+    fn junit_holds_several_suites_and_runs_without_a_report() {
+        let checks = checks();
+        let xml = junit_xml(&[
+            suite("img", &checks),
+            suite("img-dev", &checks),
+            Suite {
+                name: "img-other".into(),
+                time: None,
+                properties: vec![],
+                body: SuiteBody::Error {
+                    code: "NO_GPU_RUNTIME",
+                    message: "no gpu".into(),
+                },
+            },
+        ])
+        .unwrap();
+        assert_eq!(xml.matches("<testsuite ").count(), 3, "{xml}");
+        assert!(xml.contains(r#"classname="img-dev""#), "{xml}");
+        assert!(
+            xml.contains(r#"<error message="no gpu" type="NO_GPU_RUNTIME"/>"#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<testcase name="smoke" classname="img-other">"#),
+            "{xml}"
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! The flags and help texts that every command shares: `--expect-file`, `--gpus all|none`,
+//! `--shm-size`, the exit-code section of `--help`, and the hidden old spellings that still work
+//! for one release. None of these needs a Docker engine: each run stops before connecting.
+
+use crate::support::{envbuild, stdout_of, tempdir, write};
+use predicates::prelude::*;
+
+/// Every subcommand's name, for help checks.
+const COMMANDS: &[&str] = &[
+    "lock", "render", "image", "test", "smoke", "doctor", "table", "import",
+];
+
+fn help(args: &[&str]) -> String {
+    let out = envbuild()
+        .args(args)
+        .arg("--help")
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    stdout_of(&out)
+}
+
+/// The exit-code section of a help text: from `Exit codes:` up to the next blank line.
+fn exit_section(text: &str) -> Option<Vec<String>> {
+    let start = text.find("Exit codes:")?;
+    Some(
+        text[start..]
+            .lines()
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+#[test]
+fn every_help_that_lists_exit_codes_uses_one_layout() {
+    let mut sections = vec![("envbuild".to_string(), help(&[]))];
+    for c in COMMANDS {
+        sections.push((c.to_string(), help(&[c])));
+    }
+    sections.push(("templates dump".into(), help(&["templates", "dump"])));
+    let mut listed = Vec::new();
+    for (name, text) in &sections {
+        let Some(lines) = exit_section(text) else {
+            continue;
+        };
+        listed.push(name.as_str());
+        assert_eq!(lines[0], "Exit codes:", "{name}");
+        let codes: Vec<&str> = lines[1..]
+            .iter()
+            .filter(|l| !l.starts_with("     "))
+            .map(|l| &l[..5])
+            .collect();
+        assert_eq!(
+            codes,
+            ["  0  ", "  1  ", "  2  "],
+            "{name}:\n{}",
+            lines.join("\n")
+        );
+        assert_eq!(
+            lines.last().unwrap(),
+            "  2  usage error, or an envbuild bug",
+            "{name}"
+        );
+    }
+    for must in ["envbuild", "image", "test", "smoke", "doctor"] {
+        assert!(
+            listed.contains(&must),
+            "{must} lists its exit codes: {listed:?}"
+        );
+    }
+}
+
+#[test]
+fn commands_that_take_an_expectations_file_call_it_expect_file() {
+    for c in ["smoke", "doctor", "test"] {
+        let text = help(&[c]);
+        assert!(text.contains("--expect-file <FILE>"), "{c}:\n{text}");
+        // The old spellings are hidden.
+        assert!(!text.contains("--expect <"), "{c}:\n{text}");
+    }
+    let dir = tempdir();
+    let bad = write(dir.path(), "e.json", r#"{"torhc": "2.5.1"}"#);
+    // `test` reads the file before it connects to the engine, under both spellings.
+    for flag in ["--expect-file", "--expect"] {
+        envbuild()
+            .args(["test", "some-image:1", flag])
+            .arg(&bad)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("INVALID_EXPECTATIONS"))
+            .stderr(predicate::str::contains("torhc"));
+        envbuild()
+            .args(["test", "some-image:1", "--lock", "a.lock", flag, "e.json"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("cannot be used with"));
+    }
+}
+
+#[test]
+fn the_mode_is_gpus_all_or_none_everywhere() {
+    for c in ["image", "test", "smoke"] {
+        let text = help(&[c]);
+        assert!(text.contains("--gpus <GPUS>"), "{c}:\n{text}");
+        assert!(text.contains("- none:"), "{c}:\n{text}");
+    }
+    for c in [vec!["test", "img:1"], vec!["smoke"]] {
+        envbuild()
+            .args(&c)
+            .args(["--gpus", "cpu"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("[possible values: all, none]"));
+    }
+}
+
+#[test]
+fn shm_size_takes_docker_spellings() {
+    let dir = tempdir();
+    let bad = write(dir.path(), "e.json", r#"{"torhc": "2.5.1"}"#);
+    // A size clap accepts gets as far as the expectations file (exit 1, not a usage error).
+    for size in ["1073741824", "512m", "512mb", "512MiB", "2G", "64k"] {
+        envbuild()
+            .args(["test", "img:1", "--shm-size", size, "--expect-file"])
+            .arg(&bad)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("INVALID_EXPECTATIONS"));
+    }
+    for (size, why) in [
+        ("0", "not a usable size"),
+        ("1t", "is not a size such as"),
+        ("lots", "is not a size such as"),
+    ] {
+        envbuild()
+            .args(["test", "img:1", "--shm-size", size])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(why));
+    }
+}
