@@ -1,6 +1,7 @@
 //! The lock: what a spec resolved to, versioned, sorted and byte-for-byte reproducible, plus the
 //! comparison behind `--locked`. This module performs no I/O.
 
+pub use crate::core::compat::BaseKind;
 use crate::core::spec::{Platform, Source, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -9,6 +10,33 @@ use std::collections::BTreeMap;
 pub const LOCK_VERSION: u32 = 1;
 
 pub const FILE_NAME: &str = "envbuild.lock";
+
+/// How the target driver runs the locked build; written as `native`, `minor-compat`,
+/// `forward-compat` or `too-old`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverMode {
+    /// The driver is at least the one the build's CUDA toolkit shipped with.
+    Native,
+    /// Older than that, but within the CUDA major's minor-version compatibility.
+    MinorCompat,
+    /// Too old, and the image carries cuda-compat (data-center GPUs and Jetson only).
+    ForwardCompat,
+    /// Too old (a lock records this only when the deciding fact is unconfirmed).
+    TooOld,
+}
+
+impl DriverMode {
+    /// The name the lock file uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriverMode::Native => "native",
+            DriverMode::MinorCompat => "minor-compat",
+            DriverMode::ForwardCompat => "forward-compat",
+            DriverMode::TooOld => "too-old",
+        }
+    }
+}
 
 /// A GPU of the target and how the build reaches it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,7 +63,7 @@ pub struct LockedImage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_digest: Option<String>,
     /// `conda` (a conda-capable base) or `wheel` (a slim Python base).
-    pub base_kind: String,
+    pub base_kind: BaseKind,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub base_provides: Vec<String>,
     pub variants: Vec<Variant>,
@@ -103,7 +131,7 @@ pub struct Lock {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_target: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_mode: Option<String>,
+    pub driver_mode: Option<DriverMode>,
     /// The spec asked to run through forward compatibility (cuda-compat) if needed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forward_compat: bool,

@@ -146,11 +146,23 @@ pub struct ChannelRow {
     pub source: String,
 }
 
+/// The kind of a base image: a slim Python image that gets wheels, or a conda-capable one. The
+/// lock's `image.base_kind` uses the same names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BaseKind {
     Wheel,
     Conda,
+}
+
+impl BaseKind {
+    /// The name the table and the lock use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BaseKind::Wheel => "wheel",
+            BaseKind::Conda => "conda",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -17,7 +17,7 @@ mod templates;
 pub use templates::{dump_templates, EMBEDDED};
 
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::lock::Lock;
+use crate::core::lock::{BaseKind, DriverMode, Lock};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -235,7 +235,7 @@ impl Ctx {
         let lock_hash = lock
             .hash()
             .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
-        let is_conda = lock.image.base_kind == "conda";
+        let is_conda = lock.image.base_kind == BaseKind::Conda;
         let python = lock.packages.get("python").cloned().unwrap_or_default();
 
         // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
@@ -260,9 +260,9 @@ impl Ctx {
         // native lock needs the driver of its own CUDA (driver_min, `cuda>=X.Y`); a lock whose
         // target runs it through minor-version compatibility needs only the major's first
         // driver (driver_min_compat, `cuda>=X.0`); forward compatibility gets no requirement.
-        let (require_cuda, require_driver) = match lock.driver_mode.as_deref() {
-            Some("forward-compat") => (None, String::new()),
-            Some("minor-compat") if lock.driver_min_compat.is_some() => {
+        let (require_cuda, require_driver) = match lock.driver_mode {
+            Some(DriverMode::ForwardCompat) => (None, String::new()),
+            Some(DriverMode::MinorCompat) if lock.driver_min_compat.is_some() => {
                 let major = cuda_major_minor.split('.').next().unwrap_or("0");
                 (
                     Some(format!("cuda>={major}.0")),
@@ -630,7 +630,7 @@ mod tests {
             (
                 false,
                 Some("wheels".to_string()),
-                Some("forward-compat".to_string()),
+                Some(DriverMode::ForwardCompat),
             ),
         ] {
             lock.image.ssh = ssh;
