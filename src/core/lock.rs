@@ -331,3 +331,37 @@ impl Lock {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `as_str` is the name serde writes into the lock file.
+    #[test]
+    fn enum_names_match_the_file() {
+        for m in [
+            DriverMode::Native,
+            DriverMode::MinorCompat,
+            DriverMode::ForwardCompat,
+            DriverMode::TooOld,
+        ] {
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+        }
+        for k in [BaseKind::Conda, BaseKind::Wheel] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+    }
+
+    /// Hand-edited locks with an unknown mode or kind are refused when read.
+    #[test]
+    fn unknown_enum_values_are_refused() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let lock = Lock::from_toml(text).expect("committed lock");
+        assert_eq!(lock.driver_mode, Some(DriverMode::Native));
+        assert_eq!(lock.image.base_kind, BaseKind::Wheel);
+        let bad = text.replace("driver_mode = \"native\"", "driver_mode = \"sometimes\"");
+        assert!(Lock::from_toml(&bad).is_err());
+        let bad = text.replace("base_kind = \"wheel\"", "base_kind = \"docker\"");
+        assert!(Lock::from_toml(&bad).is_err());
+    }
+}
