@@ -1,6 +1,7 @@
 //! The lock: what a spec resolved to, versioned, sorted and byte-for-byte reproducible, plus the
 //! comparison behind `--locked`. This module performs no I/O.
 
+pub use crate::core::compat::BaseKind;
 use crate::core::spec::{Platform, Source, Variant};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -12,6 +13,33 @@ pub const FILE_NAME: &str = "envbuild.lock";
 
 /// A lock file that cannot be read.
 pub const INVALID_LOCK: crate::core::diag::Code = "INVALID_LOCK";
+
+/// How the target driver runs the locked build; written as `native`, `minor-compat`,
+/// `forward-compat` or `too-old`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriverMode {
+    /// The driver is at least the one the build's CUDA toolkit shipped with.
+    Native,
+    /// Older than that, but within the CUDA major's minor-version compatibility.
+    MinorCompat,
+    /// Too old, and the image carries cuda-compat (data-center GPUs and Jetson only).
+    ForwardCompat,
+    /// Too old (a lock records this only when the deciding fact is unconfirmed).
+    TooOld,
+}
+
+impl DriverMode {
+    /// The name the lock file uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriverMode::Native => "native",
+            DriverMode::MinorCompat => "minor-compat",
+            DriverMode::ForwardCompat => "forward-compat",
+            DriverMode::TooOld => "too-old",
+        }
+    }
+}
 
 /// A GPU of the target and how the build reaches it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,7 +66,7 @@ pub struct LockedImage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_digest: Option<String>,
     /// `conda` (a conda-capable base) or `wheel` (a slim Python base).
-    pub base_kind: String,
+    pub base_kind: BaseKind,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub base_provides: Vec<String>,
     pub variants: Vec<Variant>,
@@ -106,7 +134,7 @@ pub struct Lock {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_target: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver_mode: Option<String>,
+    pub driver_mode: Option<DriverMode>,
     /// The spec asked to run through forward compatibility (cuda-compat) if needed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub forward_compat: bool,
@@ -304,5 +332,39 @@ impl Lock {
             "{ENV_METADATA_PREFIX}{}",
             serde_json::to_string(&meta).unwrap_or_default()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `as_str` is the name serde writes into the lock file.
+    #[test]
+    fn enum_names_match_the_file() {
+        for m in [
+            DriverMode::Native,
+            DriverMode::MinorCompat,
+            DriverMode::ForwardCompat,
+            DriverMode::TooOld,
+        ] {
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+        }
+        for k in [BaseKind::Conda, BaseKind::Wheel] {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+    }
+
+    /// Hand-edited locks with an unknown mode or kind are refused when read.
+    #[test]
+    fn unknown_enum_values_are_refused() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let lock = Lock::from_toml(text).expect("committed lock");
+        assert_eq!(lock.driver_mode, Some(DriverMode::Native));
+        assert_eq!(lock.image.base_kind, BaseKind::Wheel);
+        let bad = text.replace("driver_mode = \"native\"", "driver_mode = \"sometimes\"");
+        assert!(Lock::from_toml(&bad).is_err());
+        let bad = text.replace("base_kind = \"wheel\"", "base_kind = \"docker\"");
+        assert!(Lock::from_toml(&bad).is_err());
     }
 }

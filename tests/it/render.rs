@@ -2,7 +2,7 @@
 //! checks of every Dockerfile and YAML file, hostile values, determinism and the CLI.
 
 use envbuild::core::compat::Table;
-use envbuild::core::lock::Lock;
+use envbuild::core::lock::{BaseKind, DriverMode, Lock};
 use envbuild::core::render::{render, RenderOptions, Rendered};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -290,7 +290,7 @@ fn every_dockerfile_is_well_formed_pinned_and_non_root() {
             run_args.contains("rm -rf /tmp/envbuild"),
             "{dir}: no cleanup in the install layer"
         );
-        if lock.image.base_kind == "conda" {
+        if lock.image.base_kind == BaseKind::Conda {
             assert!(run_args.contains("conda clean --all"), "{dir}");
         } else {
             assert!(run_args.contains("--no-cache-dir"), "{dir}");
@@ -1073,11 +1073,11 @@ fn nvidia_require_cuda_follows_the_driver_mode() {
     );
     // The target driver runs it through minor-version compatibility: the major's floor.
     let cf = lock_of("conda-forge-torch210");
-    assert_eq!(cf.driver_mode.as_deref(), Some("minor-compat"));
+    assert_eq!(cf.driver_mode, Some(DriverMode::MinorCompat));
     assert_eq!(require(&cf).as_deref(), Some("\"cuda>=12.0\""));
     // Forward compatibility: no requirement (it would refuse exactly the hosts meant to run it).
     let mut fwd = lock_of("torch29-cu128");
-    fwd.driver_mode = Some("forward-compat".into());
+    fwd.driver_mode = Some(DriverMode::ForwardCompat);
     assert_eq!(require(&fwd), None);
 }
 

@@ -146,11 +146,23 @@ pub struct ChannelRow {
     pub source: String,
 }
 
+/// The kind of a base image: a slim Python image that gets wheels, or a conda-capable one. The
+/// lock's `image.base_kind` uses the same names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BaseKind {
     Wheel,
     Conda,
+}
+
+impl BaseKind {
+    /// The name the table and the lock use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BaseKind::Wheel => "wheel",
+            BaseKind::Conda => "conda",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -359,7 +371,24 @@ impl Table {
     /// Invariants every table must satisfy; the list of violations (empty when sound).
     pub fn check(&self) -> Vec<String> {
         let mut out = Vec::new();
-        let known_source = |s: &str| s.split_whitespace().all(|k| self.sources.contains_key(k));
+        self.check_order(&mut out);
+        self.check_gpus(&mut out);
+        self.check_cuda(&mut out);
+        self.check_torch(&mut out);
+        self.check_wheels(&mut out);
+        self.check_sources(&mut out);
+        out
+    }
+
+    /// Whether every key of `source` (space-separated) is in `[sources]`.
+    fn known_source(&self, source: &str) -> bool {
+        source
+            .split_whitespace()
+            .all(|k| self.sources.contains_key(k))
+    }
+
+    /// Rows that are looked up by key are sorted by it, without repeats.
+    fn check_order(&self, out: &mut Vec<String>) {
         let mut check_sorted = |what: &str, keys: Vec<String>, ord: &dyn Fn(usize) -> bool| {
             for (i, key) in keys.iter().enumerate().skip(1) {
                 if !ord(i) {
@@ -408,6 +437,10 @@ impl Table {
                 (&a.torch, variant_cuda_key(&a.variant)) < (&b.torch, variant_cuda_key(&b.variant))
             },
         );
+    }
+
+    /// GPU names are unique (aliases included) and every GPU's architecture has a row.
+    fn check_gpus(&self, out: &mut Vec<String>) {
         let mut names = std::collections::BTreeSet::new();
         for g in &self.gpu {
             for n in std::iter::once(&g.name).chain(&g.aliases) {
@@ -422,6 +455,10 @@ impl Table {
                 ));
             }
         }
+    }
+
+    /// Every CUDA row has a driver, its own or (through `like`) another row's.
+    fn check_cuda(&self, out: &mut Vec<String>) {
         for r in &self.cuda {
             if r.linux.is_none() && r.like.is_none() {
                 out.push(format!(
@@ -438,6 +475,10 @@ impl Table {
                 }
             }
         }
+    }
+
+    /// Every torch release's builds have their facts, and its Python list is usable.
+    fn check_torch(&self, out: &mut Vec<String>) {
         for t in &self.torch {
             let series = Version::parse(&t.series()).expect("major.minor of a version");
             for v in t.variants.iter().chain(&t.experimental_variants) {
@@ -468,13 +509,17 @@ impl Table {
                     t.version
                 ));
             }
-            if !known_source(&t.source) {
+            if !self.known_source(&t.source) {
                 out.push(format!(
                     "torch {}: unknown source key in `{}`",
                     t.version, t.source
                 ));
             }
         }
+    }
+
+    /// Every wheel's CUDA has a driver and matches the variant's name.
+    fn check_wheels(&self, out: &mut Vec<String>) {
         for w in &self.wheel {
             if self.toolkit_driver(&w.cuda, Os::Linux).is_none() {
                 out.push(format!(
@@ -488,13 +533,17 @@ impl Table {
                     w.torch, w.variant, w.cuda
                 ));
             }
-            if !known_source(&w.source) {
+            if !self.known_source(&w.source) {
                 out.push(format!(
                     "wheel {} {}: unknown source key",
                     w.torch, w.variant
                 ));
             }
         }
+    }
+
+    /// The other rows cite known sources.
+    fn check_sources(&self, out: &mut Vec<String>) {
         for (what, src) in self
             .cuda
             .iter()
@@ -520,11 +569,10 @@ impl Table {
                     .map(|r| (format!("base image {}", r.image), &r.source)),
             )
         {
-            if !known_source(src) {
+            if !self.known_source(src) {
                 out.push(format!("{what}: unknown source key `{src}`"));
             }
         }
-        out
     }
 
     pub fn cuda_row(&self, v: &Version) -> Option<&CudaRow> {

@@ -17,7 +17,7 @@ mod templates;
 pub use templates::{dump_templates, EMBEDDED};
 
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::lock::Lock;
+use crate::core::lock::{BaseKind, DriverMode, Lock, LockedImage};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -235,7 +235,7 @@ impl Ctx {
         let lock_hash = lock
             .hash()
             .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
-        let is_conda = lock.image.base_kind == "conda";
+        let is_conda = lock.image.base_kind == BaseKind::Conda;
         let python = lock.packages.get("python").cloned().unwrap_or_default();
 
         // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
@@ -260,9 +260,9 @@ impl Ctx {
         // native lock needs the driver of its own CUDA (driver_min, `cuda>=X.Y`); a lock whose
         // target runs it through minor-version compatibility needs only the major's first
         // driver (driver_min_compat, `cuda>=X.0`); forward compatibility gets no requirement.
-        let (require_cuda, require_driver) = match lock.driver_mode.as_deref() {
-            Some("forward-compat") => (None, String::new()),
-            Some("minor-compat") if lock.driver_min_compat.is_some() => {
+        let (require_cuda, require_driver) = match lock.driver_mode {
+            Some(DriverMode::ForwardCompat) => (None, String::new()),
+            Some(DriverMode::MinorCompat) if lock.driver_min_compat.is_some() => {
                 let major = cuda_major_minor.split('.').next().unwrap_or("0");
                 (
                     Some(format!("cuda>={major}.0")),
@@ -401,8 +401,35 @@ fn k8s_quantity(docker: &str) -> String {
 /// requirement line, a mount) must match a strict grammar; free text (the name) only has to be
 /// free of control characters, and is quoted wherever it appears.
 pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
-    let mut bad: Vec<Diagnostic> = Vec::new();
-    let mut check = |field: &str, value: &str, ok: bool, rule: &str| {
+    let mut c = ValueCheck::default();
+    // Every string anywhere in the lock (GPU names and the target driver reach the metadata
+    // comment of environment.yml, for instance) is checked for line breaks and length first.
+    match serde_json::to_value(lock) {
+        Ok(v) => walk_strings("", &v, &mut |path, s| c.check(path, s, true, "")),
+        Err(e) => return Err(Failure::bug(format!("cannot inspect the lock: {e}"))),
+    }
+    c.check(
+        "name",
+        &lock.name,
+        !lock.name.is_empty(),
+        "a non-empty name",
+    );
+    check_install_values(&mut c, lock);
+    check_version_values(&mut c, lock);
+    check_image_values(&mut c, &lock.image);
+    c.finish()
+}
+
+/// The problems [`check_lock_values`] found so far.
+#[derive(Default)]
+struct ValueCheck {
+    bad: Vec<Diagnostic>,
+}
+
+impl ValueCheck {
+    /// Refuse `value` of `field` when it is too long, has a control character or line break,
+    /// or is not `ok` (then it is not `rule`).
+    fn check(&mut self, field: &str, value: &str, ok: bool, rule: &str) {
         let why = if value.len() > MAX_VALUE_LEN {
             Some(format!(
                 "is {} characters long (at most {MAX_VALUE_LEN})",
@@ -425,7 +452,7 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
                 .collect::<String>()
                 .escape_debug()
                 .to_string();
-            bad.push(
+            self.bad.push(
                 Diagnostic::error(
                     codes::UNSAFE_VALUE,
                     format!("lock value `{field}` (`{shown}`) {why}; envbuild will not render it"),
@@ -433,30 +460,36 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
                 .with_hint("was the lock edited by hand? re-create it with `envbuild lock SPEC`"),
             );
         }
-    };
-    let word = |s: &str, extra: &str| {
-        !s.is_empty()
-            && !s.starts_with('-')
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
-    };
-    // Every string anywhere in the lock (GPU names and the target driver reach the metadata
-    // comment of environment.yml, for instance) is checked for line breaks and length first.
-    match serde_json::to_value(lock) {
-        Ok(v) => walk_strings("", &v, &mut |path, s| check(path, s, true, "")),
-        Err(e) => return Err(Failure::bug(format!("cannot inspect the lock: {e}"))),
     }
-    check(
-        "name",
-        &lock.name,
-        !lock.name.is_empty(),
-        "a non-empty name",
-    );
-    for c in &lock.channels {
-        check("channels", c, word(c, "._-:/"), "a channel name or URL");
+
+    fn finish(mut self) -> Result<(), Failure> {
+        // The generic walk and a field's own check may both report one value: keep the first.
+        let mut seen = std::collections::BTreeSet::new();
+        self.bad.retain(|d| seen.insert(d.message.clone()));
+        if self.bad.is_empty() {
+            Ok(())
+        } else {
+            Err(Failure::new(self.bad))
+        }
+    }
+}
+
+/// A non-empty word of ASCII letters, digits and `extra`, not starting with `-` (so it cannot
+/// be read as an option).
+fn word(s: &str, extra: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+}
+
+/// Channels and install lines: they reach environment.yml, requirements.txt and `RUN` lines.
+fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
+    for ch in &lock.channels {
+        c.check("channels", ch, word(ch, "._-:/"), "a channel name or URL");
     }
     for s in &lock.install.conda {
-        check(
+        c.check(
             "install.conda",
             s,
             word(s, "._-:/=*+!<>,~"),
@@ -464,7 +497,7 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
         );
     }
     for s in &lock.install.pip {
-        check(
+        c.check(
             "install.pip",
             s,
             word(s, "._-=[],!<>~+*"),
@@ -472,7 +505,7 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
         );
     }
     for u in &lock.install.pip_extra_index_urls {
-        check(
+        c.check(
             "install.pip_extra_index_urls",
             u,
             (u.starts_with("https://") || u.starts_with("http://")) && word(u, "._-:/~%+"),
@@ -480,49 +513,56 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
         );
     }
     if let Some(v) = &lock.install.conda_override_cuda {
-        check(
+        c.check(
             "install.conda_override_cuda",
             v,
             word(v, "."),
             "a CUDA version",
         );
     }
+}
+
+/// Package names and versions, CUDA and driver versions.
+fn check_version_values(c: &mut ValueCheck, lock: &Lock) {
     for (k, v) in &lock.packages {
-        check("packages", k, word(k, "._-"), "a package name");
-        check("packages", v, word(v, "._-+!*"), "a version");
+        c.check("packages", k, word(k, "._-"), "a package name");
+        c.check("packages", v, word(v, "._-+!*"), "a version");
     }
-    check("cuda", &lock.cuda, word(&lock.cuda, "."), "a CUDA version");
-    check(
+    c.check("cuda", &lock.cuda, word(&lock.cuda, "."), "a CUDA version");
+    c.check(
         "driver_min",
         &lock.driver_min,
         word(&lock.driver_min, "."),
         "a driver version",
     );
     if let Some(d) = &lock.driver_min_compat {
-        check("driver_min_compat", d, word(d, "."), "a driver version");
+        c.check("driver_min_compat", d, word(d, "."), "a driver version");
     }
-    let img = &lock.image;
-    check(
+}
+
+/// The image settings: the `FROM` reference, versions, sizes and paths.
+fn check_image_values(c: &mut ValueCheck, img: &LockedImage) {
+    c.check(
         "image.base",
         &img.base,
         word(&img.base, "._-/:@"),
         "an image reference",
     );
     if let Some(d) = &img.base_digest {
-        check(
+        c.check(
             "image.base_digest",
             d,
             d.starts_with("sha256:") && word(d, ":"),
             "a sha256 digest",
         );
     }
-    check(
+    c.check(
         "image.jupyterlab",
         &img.jupyterlab,
         word(&img.jupyterlab, "._-+!"),
         "a version",
     );
-    check(
+    c.check(
         "image.shm_size",
         &img.shm_size,
         crate::core::expect::parse_size(&img.shm_size).is_ok_and(|s| s.short)
@@ -537,7 +577,7 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
             let ok = p.starts_with('/')
                 && word(&p[1..].replace('/', ""), "._-@+")
                 && !p.split('/').any(|seg| seg == "..");
-            check(
+            c.check(
                 field,
                 p,
                 ok || p == "/",
@@ -547,15 +587,7 @@ pub fn check_lock_values(lock: &Lock) -> Result<(), Failure> {
     }
     if let Some(w) = &img.wheels {
         let ok = word(w, "._-/") && !w.starts_with('/') && !w.split('/').any(|s| s == "..");
-        check("image.wheels", w, ok, "a relative directory path");
-    }
-    // The generic walk and a field's own check may both report one value: keep the first.
-    let mut seen = std::collections::BTreeSet::new();
-    bad.retain(|d| seen.insert(d.message.clone()));
-    if bad.is_empty() {
-        Ok(())
-    } else {
-        Err(Failure::new(bad))
+        c.check("image.wheels", w, ok, "a relative directory path");
     }
 }
 
@@ -631,7 +663,7 @@ mod tests {
             (
                 false,
                 Some("wheels".to_string()),
-                Some("forward-compat".to_string()),
+                Some(DriverMode::ForwardCompat),
             ),
         ] {
             lock.image.ssh = ssh;

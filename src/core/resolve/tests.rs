@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::core::compat::Table;
+use crate::core::lock::DriverMode;
 use crate::core::spec::{parse, Format};
 
 const FIXTURE: &str = include_str!("../../../tests/fixtures/compat-fixture.toml");
@@ -39,7 +40,7 @@ fn native_driver_gives_a_clean_lock() {
     let r = resolve_toml(&spec(IDX, "driver = \"550.54.15\"\ngpus = [\"A100\"]"));
     assert!(r.diagnostics.is_empty(), "{:#?}", r.diagnostics);
     let lock = r.lock.unwrap();
-    assert_eq!(lock.driver_mode.as_deref(), Some("native"));
+    assert_eq!(lock.driver_mode, Some(DriverMode::Native));
     assert_eq!(lock.cuda, "12.4.1");
     assert_eq!(lock.cudnn.as_deref(), Some("9.1.0.70"));
     assert_eq!(lock.driver_min, "550.54.15");
@@ -56,7 +57,7 @@ fn driver_between_family_floor_and_toolkit_driver_is_minor_compat() {
     let r = resolve_toml(&spec(IDX, "driver = \"535.104.05\"\ngpus = [\"A100\"]"));
     assert_eq!(codes(&r), [codes::DRIVER_MINOR_COMPAT]);
     assert!(!r.has_errors());
-    assert_eq!(r.lock.unwrap().driver_mode.as_deref(), Some("minor-compat"));
+    assert_eq!(r.lock.unwrap().driver_mode, Some(DriverMode::MinorCompat));
 }
 
 #[test]
@@ -91,7 +92,7 @@ fn cuda_10_has_no_minor_version_compatibility() {
 fn newer_drivers_run_older_families_natively() {
     let body = "python = \"3.10\"\npytorch = \"2.1.0\"\ncuda = \"11.8\"";
     let r = resolve_toml(&spec(body, "driver = \"580.95.05\"\ngpus = [\"A100\"]"));
-    assert_eq!(r.lock.unwrap().driver_mode.as_deref(), Some("native"));
+    assert_eq!(r.lock.unwrap().driver_mode, Some(DriverMode::Native));
 }
 
 #[test]
@@ -103,10 +104,7 @@ fn forward_compatibility_only_on_data_center_gpus() {
     ));
     assert!(!r.has_errors(), "{:#?}", r.diagnostics);
     find(&r, codes::FORWARD_COMPAT);
-    assert_eq!(
-        r.lock.unwrap().driver_mode.as_deref(),
-        Some("forward-compat")
-    );
+    assert_eq!(r.lock.unwrap().driver_mode, Some(DriverMode::ForwardCompat));
     let r = resolve_toml(&spec(
         body,
         "driver = \"550.54.15\"\ngpus = [\"RTX 4090\"]\nforward-compat = true",

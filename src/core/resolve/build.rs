@@ -1,0 +1,391 @@
+//! Build selection: the selector a spec gives (a wheel variant's CUDA, `pytorch-cuda` or a
+//! conda-forge CUDA) and the concrete torch build a source publishes for it, with its CUDA
+//! libraries, GPU architectures and glibc floor. This module performs no I/O.
+
+use super::codes::*;
+use super::{err, v, warn};
+use crate::core::compat::{variant_cuda, variant_of, Confidence, Table, TorchRow, WheelRow};
+use crate::core::diag::Diagnostic;
+use crate::core::spec::{Platform, Source, Spec};
+use crate::core::version::{Cc, Version};
+
+/// One concrete build of torch: a wheel variant, a pytorch-channel selector or a conda-forge
+/// CUDA build.
+#[derive(Debug, Clone)]
+pub(super) struct Build {
+    /// The spec value that selects it (`cuda` or `pytorch-cuda`), as major.minor.
+    pub selector: Version,
+    pub variant: Option<String>,
+    pub cuda: Version,
+    pub cudnn: Option<String>,
+    pub nccl: Option<String>,
+    pub arch: Vec<Cc>,
+    pub ptx: Vec<Cc>,
+    pub arch_confidence: Confidence,
+    pub unconfirmed_arch: Vec<Cc>,
+    pub ptx_confidence: Confidence,
+    pub glibc: Version,
+    pub glibc_confidence: Confidence,
+    /// Warnings that come with choosing this build at all.
+    pub notes: Vec<Diagnostic>,
+}
+
+/// The selectors a source offers for a torch row, as major.minor CUDA versions.
+pub(super) fn selectors(t: &TorchRow, source: Source, platform: Platform) -> Vec<Version> {
+    match source {
+        Source::PytorchIndex | Source::Pypi => t
+            .variants
+            .iter()
+            .chain(&t.experimental_variants)
+            .filter_map(|var| variant_cuda(var))
+            .collect(),
+        Source::PytorchChannel => t.pytorch_channel.clone(),
+        Source::CondaForge => match platform {
+            Platform::Win64 => t.conda_forge_win.clone(),
+            _ => t.conda_forge.clone(),
+        },
+    }
+}
+
+/// Describe the selectors for a message: `cu118, cu121, cu124` or `11.8, 12.1`.
+fn list_selectors(t: &TorchRow, source: Source, platform: Platform) -> String {
+    let s = selectors(t, source, platform);
+    if s.is_empty() {
+        return "none".into();
+    }
+    s.iter()
+        .map(|x| match source {
+            Source::PytorchIndex | Source::Pypi => variant_of(x),
+            _ => x.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The selector the spec gives for its source; `None` after pushing the error when there is
+/// none, or when PyPI has no CUDA wheel for the platform.
+pub(super) fn selector(spec: &Spec, t: &TorchRow, diags: &mut Vec<Diagnostic>) -> Option<Version> {
+    let selector = match spec.source {
+        Source::PytorchChannel => spec.pytorch_cuda.clone(),
+        Source::CondaForge | Source::PytorchIndex => spec.cuda.clone(),
+        Source::Pypi => variant_cuda(&t.pypi_default),
+    };
+    let Some(selector) = selector else {
+        diags.push(err(NO_SUCH_VARIANT, "cuda", "no CUDA selector".into()));
+        return None;
+    };
+    if spec.source == Source::Pypi && !pypi_has_cuda(spec, t, &selector, diags) {
+        return None;
+    }
+    Some(selector)
+}
+
+/// PyPI's torch wheel is a CUDA build only on some platforms; false after pushing the error.
+fn pypi_has_cuda(
+    spec: &Spec,
+    t: &TorchRow,
+    selector: &Version,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    let no_cuda = match spec.target.platform {
+        Platform::Win64 => Some("PyPI's Windows torch wheel is CPU-only: CUDA wheels for Windows come only from the PyTorch index"),
+        Platform::LinuxAarch64 if t.version < v("2.11") => Some("PyPI's Linux aarch64 torch wheel is CPU-only before 2.11"),
+        _ => None,
+    };
+    if let Some(why) = no_cuda {
+        diags.push(
+            err(NO_SUCH_VARIANT, "source", why.to_string()).with_hint(format!(
+                "use source = \"pytorch-index\" with cuda = \"{}\"",
+                selector
+            )),
+        );
+        return false;
+    }
+    if t.pypi_default_confidence.is_unconfirmed() {
+        diags.push(warn(
+            UNCONFIRMED_FACT,
+            "pytorch",
+            format!(
+                "that PyPI's torch {} is the {} build is not confirmed",
+                t.version, t.pypi_default
+            ),
+        ));
+    }
+    true
+}
+
+/// The build a source gives for a torch row and selector, or why there is none.
+pub(super) fn build_for(
+    table: &Table,
+    t: &TorchRow,
+    source: Source,
+    platform: Platform,
+    selector: &Version,
+) -> Result<Build, Diagnostic> {
+    match source {
+        Source::PytorchIndex | Source::Pypi => wheel_build(table, t, source, platform, selector),
+        Source::PytorchChannel => channel_build(table, t, platform, selector),
+        Source::CondaForge => conda_forge_build(table, t, platform, selector),
+    }
+}
+
+/// A wheel of the PyTorch index (or PyPI's, which is one of them).
+fn wheel_build(
+    table: &Table,
+    t: &TorchRow,
+    source: Source,
+    platform: Platform,
+    selector: &Version,
+) -> Result<Build, Diagnostic> {
+    let series = v(&t.series());
+    let mut notes = Vec::new();
+    let variant = variant_of(selector);
+    let listed = t.variants.contains(&variant);
+    let experimental = t.experimental_variants.contains(&variant);
+    let key = if source == Source::Pypi {
+        "pytorch"
+    } else {
+        "cuda"
+    };
+    if !listed && !experimental {
+        return Err(err(
+            NO_SUCH_VARIANT,
+            key,
+            format!(
+                "torch {} has no {variant} wheels on the PyTorch index; it has {}",
+                t.version,
+                list_selectors(t, Source::PytorchIndex, platform)
+            ),
+        ));
+    }
+    if experimental {
+        notes.push(warn(
+            EXPERIMENTAL_VARIANT,
+            key,
+            format!(
+                "the {variant} build of torch {} is marked experimental by PyTorch",
+                t.version
+            ),
+        ));
+    }
+    let w = table.wheel_row(&series, &variant).ok_or_else(|| {
+        err(
+            NO_SUCH_VARIANT,
+            key,
+            format!(
+                "the table has no build facts for torch {} {variant}",
+                t.version
+            ),
+        )
+    })?;
+    let (arch, ptx, arch_confidence) =
+        wheel_arch(table, t, w, platform, &variant, key, &mut notes)?;
+    let (glibc, glibc_confidence) = match platform {
+        Platform::LinuxAarch64 if t.version < v("2.6") => (v("2.17"), Confidence::Primary),
+        Platform::LinuxAarch64 => (v("2.28"), Confidence::Primary),
+        _ => (t.glibc.clone(), t.glibc_confidence),
+    };
+    Ok(Build {
+        selector: selector.clone(),
+        variant: Some(variant),
+        cuda: w.cuda.clone(),
+        cudnn: Some(w.cudnn.clone()),
+        nccl: w.nccl.clone(),
+        arch,
+        ptx,
+        arch_confidence,
+        unconfirmed_arch: if platform == Platform::Linux64 {
+            w.unconfirmed_arch.clone()
+        } else {
+            Vec::new()
+        },
+        ptx_confidence: w.ptx_confidence,
+        glibc,
+        glibc_confidence,
+        notes,
+    })
+}
+
+/// A wheel's GPU architectures on the platform: aarch64 wheels have their own list, and the
+/// Windows list is assumed to be Linux's.
+fn wheel_arch(
+    table: &Table,
+    t: &TorchRow,
+    w: &WheelRow,
+    platform: Platform,
+    variant: &str,
+    key: &str,
+    notes: &mut Vec<Diagnostic>,
+) -> Result<(Vec<Cc>, Vec<Cc>, Confidence), Diagnostic> {
+    let (arch, ptx, mut arch_confidence) = match platform {
+        Platform::LinuxAarch64 => {
+            let a = table
+                .wheel_aarch64
+                .iter()
+                .find(|r| r.variant == variant)
+                .ok_or_else(|| {
+                    err(
+                        NO_SUCH_VARIANT,
+                        key,
+                        format!("no Linux aarch64 CUDA wheels are known for {variant}"),
+                    )
+                })?;
+            notes.push(warn(
+                UNCONFIRMED_FACT,
+                "target.platform",
+                format!("which torch releases publish Linux aarch64 {variant} wheels is not confirmed; torch {} is assumed to", t.version),
+            ));
+            (a.arch.clone(), a.ptx.clone(), a.confidence)
+        }
+        _ => (w.arch.clone(), w.ptx.clone(), w.confidence),
+    };
+    if platform == Platform::Win64 {
+        notes.push(warn(
+            UNCONFIRMED_FACT,
+            "target.platform",
+            "Windows wheels may carry a different GPU architecture list than Linux; the Linux list is assumed".into(),
+        ));
+        arch_confidence = Confidence::Unconfirmed;
+    }
+    Ok((arch, ptx, arch_confidence))
+}
+
+/// A build of the (discontinued) `pytorch` conda channel.
+fn channel_build(
+    table: &Table,
+    t: &TorchRow,
+    platform: Platform,
+    selector: &Version,
+) -> Result<Build, Diagnostic> {
+    let series = v(&t.series());
+    if !t.pytorch_channel.contains(selector) {
+        return Err(err(
+            NO_SUCH_VARIANT,
+            "pytorch-cuda",
+            format!(
+                "{}={selector} is not published for torch {} on the pytorch channel; it has {}",
+                t.channel_selector(),
+                t.version,
+                list_selectors(t, Source::PytorchChannel, platform)
+            ),
+        ));
+    }
+    if platform == Platform::LinuxAarch64 {
+        return Err(err(
+            NO_SUCH_VARIANT,
+            "target.platform",
+            "the pytorch conda channel published no Linux aarch64 CUDA builds".into(),
+        ));
+    }
+    // The channel's builds came from the same builder images as the wheels.
+    let w = table
+        .wheel_row(&series, &variant_of(selector))
+        .ok_or_else(|| {
+            err(
+                NO_SUCH_VARIANT,
+                "pytorch-cuda",
+                format!(
+                    "the table has no build facts for torch {} with CUDA {selector}",
+                    t.version
+                ),
+            )
+        })?;
+    Ok(Build {
+        selector: selector.clone(),
+        variant: None,
+        cuda: w.cuda.clone(),
+        cudnn: Some(w.cudnn.clone()),
+        nccl: w.nccl.clone(),
+        arch: w.arch.clone(),
+        ptx: w.ptx.clone(),
+        arch_confidence: w.confidence,
+        unconfirmed_arch: w.unconfirmed_arch.clone(),
+        ptx_confidence: w.ptx_confidence,
+        glibc: v("2.17"),
+        glibc_confidence: Confidence::Primary,
+        notes: Vec::new(),
+    })
+}
+
+/// A conda-forge CUDA build.
+fn conda_forge_build(
+    table: &Table,
+    t: &TorchRow,
+    platform: Platform,
+    selector: &Version,
+) -> Result<Build, Diagnostic> {
+    let mut notes = Vec::new();
+    conda_forge_published(t, platform, selector)?;
+    if t.conda_forge_confidence.is_unconfirmed() {
+        notes.push(warn(
+            UNCONFIRMED_FACT,
+            "pytorch",
+            format!("that conda-forge publishes pytorch {} itself (not only another {}.x) is not confirmed", t.version, t.series()),
+        ));
+    }
+    let b = table.conda_forge_build(selector).ok_or_else(|| {
+        err(
+            NO_SUCH_VARIANT,
+            "cuda",
+            format!("the table has no conda-forge build facts for CUDA {selector}"),
+        )
+    })?;
+    Ok(Build {
+        selector: selector.clone(),
+        variant: None,
+        cuda: selector.clone(),
+        cudnn: None,
+        nccl: None,
+        arch: b.arch.clone(),
+        ptx: b.ptx.clone(),
+        arch_confidence: b.confidence,
+        unconfirmed_arch: Vec::new(),
+        ptx_confidence: b.confidence,
+        glibc: b.glibc.clone(),
+        glibc_confidence: b.confidence,
+        notes,
+    })
+}
+
+/// Whether conda-forge publishes a CUDA build of this pytorch for the selector and platform.
+fn conda_forge_published(
+    t: &TorchRow,
+    platform: Platform,
+    selector: &Version,
+) -> Result<(), Diagnostic> {
+    let source = Source::CondaForge;
+    let builds = selectors(t, source, platform);
+    if builds.is_empty() {
+        return Err(err(
+            NO_SUCH_PACKAGE_VERSION,
+            "pytorch",
+            format!(
+                "conda-forge has no CUDA build of pytorch {} for {}",
+                t.version,
+                platform.as_str()
+            ),
+        ));
+    }
+    if !builds.contains(selector) {
+        return Err(err(
+            NO_SUCH_VARIANT,
+            "cuda",
+            format!(
+                "conda-forge's pytorch {} has no CUDA {selector} build; it has {}",
+                t.version,
+                list_selectors(t, source, platform)
+            ),
+        ));
+    }
+    if platform == Platform::LinuxAarch64 && t.version < v("2.4") {
+        return Err(err(
+            NO_SUCH_VARIANT,
+            "target.platform",
+            format!(
+                "conda-forge has Linux aarch64 CUDA builds of pytorch from 2.4 on, not {}",
+                t.version
+            ),
+        ));
+    }
+    Ok(())
+}

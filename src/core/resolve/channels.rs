@@ -1,0 +1,105 @@
+//! Conda channels: the end of the `pytorch` channel, the channels each conda source needs, and
+//! channel mixes that pull incompatible builds. This module performs no I/O.
+
+use super::codes::*;
+use super::gpu::Gpu;
+use super::{err, hints, warn};
+use crate::core::compat::{Table, TorchRow};
+use crate::core::diag::Diagnostic;
+use crate::core::spec::{Source, Spec};
+
+/// The error for a release the `pytorch` channel never published (it ended), with a working
+/// alternative when there is one.
+pub(super) fn discontinued(spec: &Spec, table: &Table, gpus: &[Gpu]) -> Option<Diagnostic> {
+    if spec.source != Source::PytorchChannel {
+        return None;
+    }
+    let channel_row = table.channel_row("pytorch");
+    let last = channel_row.and_then(|c| c.last_torch.as_ref())?;
+    if spec.pytorch <= *last {
+        return None;
+    }
+    let mut d = err(
+        CHANNEL_DISCONTINUED,
+        "pytorch",
+        format!("PyTorch {} is not published on the `pytorch` conda channel: its last release is {last} (the channel ended in {})", spec.pytorch, channel_row.and_then(|c| c.ended.clone()).unwrap_or_default()),
+    );
+    let alt = hints::suggest(spec, table, gpus, None);
+    d.hint = Some(match alt {
+        Some(a) => format!("use {a}, or pytorch = \"{last}\" on the channel"),
+        None => format!("use source = \"pytorch-index\" with `cuda`, or pytorch = \"{last}\""),
+    });
+    Some(d)
+}
+
+/// The channels the spec's source needs, and mixes to avoid.
+pub(super) fn check(spec: &Spec, t: &TorchRow, diags: &mut Vec<Diagnostic>) {
+    match spec.source {
+        Source::PytorchChannel => pytorch_channel(spec, t, diags),
+        Source::CondaForge => conda_forge(spec, diags),
+        Source::PytorchIndex | Source::Pypi => {}
+    }
+}
+
+/// `pytorch-channel` needs `pytorch`, and `nvidia` for the `pytorch-cuda` selector.
+fn pytorch_channel(spec: &Spec, t: &TorchRow, diags: &mut Vec<Diagnostic>) {
+    let channels = &spec.channels;
+    for needed in ["pytorch", "nvidia"] {
+        if needed == "nvidia" && t.channel_selector() != "pytorch-cuda" {
+            continue;
+        }
+        if !channels.iter().any(|c| c == needed) {
+            diags.push(
+                err(
+                    CHANNEL_REQUIRED,
+                    "channels",
+                    format!("source `pytorch-channel` needs the `{needed}` channel"),
+                )
+                .with_hint(format!(
+                    "add \"{needed}\" to channels, e.g. channels = [\"pytorch\", \"nvidia\"{}]",
+                    if channels.iter().any(|c| c == "defaults") {
+                        ", \"defaults\""
+                    } else {
+                        ""
+                    }
+                )),
+            );
+        }
+    }
+}
+
+/// `conda-forge` needs its own channel and should not be mixed with `defaults` or `pytorch`.
+fn conda_forge(spec: &Spec, diags: &mut Vec<Diagnostic>) {
+    let channels = &spec.channels;
+    let mixed: Vec<&String> = channels
+        .iter()
+        .filter(|c| *c == "defaults" || *c == "pytorch")
+        .collect();
+    if !mixed.is_empty() {
+        diags.push(
+            warn(
+                CHANNEL_MIX,
+                "channels",
+                format!(
+                    "conda-forge's pytorch mixed with {} can pull incompatible builds",
+                    mixed
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            )
+            .with_hint("use channels = [\"conda-forge\"] alone"),
+        );
+    }
+    if !channels.iter().any(|c| c == "conda-forge") {
+        diags.push(
+            err(
+                CHANNEL_REQUIRED,
+                "channels",
+                "source `conda-forge` needs the `conda-forge` channel".into(),
+            )
+            .with_hint("add \"conda-forge\" to channels"),
+        );
+    }
+}

@@ -1,0 +1,29 @@
+//! Checking one build against the whole target: its driver, GPU architectures and glibc. Used
+//! for the spec's own build and for every candidate a hint might suggest. This module performs
+//! no I/O.
+
+use super::build::Build;
+use super::gpu::Gpu;
+use super::{driver, glibc, gpu};
+use crate::core::compat::Table;
+use crate::core::diag::Diagnostic;
+use crate::core::lock::{DriverMode, LockedGpu};
+use crate::core::spec::{Source, Spec};
+
+/// Check a build against the target: driver, GPU architectures, glibc, conda's `__cuda`.
+/// Returns the diagnostics, the mode the target driver runs it in (when a driver is given) and
+/// how each GPU runs it.
+pub(super) fn build(
+    spec: &Spec,
+    table: &Table,
+    source: Source,
+    gpus: &[Gpu],
+    build: &Build,
+) -> (Vec<Diagnostic>, Option<DriverMode>, Vec<LockedGpu>) {
+    let mut out = Vec::new();
+    let facts = driver::facts(table, build, spec.target.platform.os());
+    let mode = driver::check(spec, table, source, gpus, build, &facts, &mut out);
+    let locked = gpu::coverage(gpus, build, mode, facts.native.as_ref(), &mut out);
+    out.extend(glibc::check(spec, build));
+    (out, mode, locked)
+}

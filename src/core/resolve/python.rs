@@ -1,0 +1,82 @@
+//! Python: whether torch has wheels for the spec's Python, and whether that Python is
+//! experimental or past its end of life (as of the table's date). This module performs no I/O.
+
+use super::codes::*;
+use super::{err, warn};
+use crate::core::compat::{Table, TorchRow};
+use crate::core::diag::Diagnostic;
+use crate::core::version::Version;
+
+/// Check the spec's Python, given as major.minor; false when torch does not support
+/// it (the error is pushed).
+pub(super) fn check(
+    table: &Table,
+    t: &TorchRow,
+    py_minor: &Version,
+    diags: &mut Vec<Diagnostic>,
+) -> bool {
+    let supported = t.python.contains(py_minor);
+    if !supported {
+        diags.push(unsupported(table, t, py_minor));
+    } else if t.python_experimental.contains(py_minor) {
+        diags.push(warn(
+            PYTHON_EXPERIMENTAL,
+            "python",
+            format!(
+                "Python {py_minor} support in torch {} is experimental",
+                t.version
+            ),
+        ));
+    }
+    diags.extend(end_of_life(table, t, py_minor));
+    supported
+}
+
+/// The error for a Python torch has no wheels for, with the way out.
+fn unsupported(table: &Table, t: &TorchRow, py_minor: &Version) -> Diagnostic {
+    let newest_for_py = table
+        .torch
+        .iter()
+        .rev()
+        .find(|r| r.python.contains(py_minor))
+        .map(|r| r.version.to_string());
+    let last = t.python.last().map(|p| p.to_string()).unwrap_or_default();
+    let range = format!(
+        "{}–{}",
+        t.python.first().map(|p| p.to_string()).unwrap_or_default(),
+        last
+    );
+    let hint = match newest_for_py {
+        Some(nv) => format!("use python = \"{last}\", or pytorch = \"{nv}\" (the newest release with Python {py_minor} wheels)"),
+        None => format!("use a Python in {range}"),
+    };
+    err(
+        PYTHON_UNSUPPORTED,
+        "python",
+        format!(
+            "torch {} has no wheels for Python {py_minor} (it supports {range})",
+            t.version
+        ),
+    )
+    .with_hint(hint)
+}
+
+/// The warning for a Python past its end of life on the table's `as_of` date.
+fn end_of_life(table: &Table, t: &TorchRow, py_minor: &Version) -> Option<Diagnostic> {
+    let row = table.python_row(py_minor)?;
+    (row.eol.as_str() <= table.meta.as_of.as_str()).then(|| {
+        warn(
+            PYTHON_EOL,
+            "python",
+            format!(
+                "Python {py_minor} reached end of life on {} (no more security fixes)",
+                row.eol
+            ),
+        )
+        .with_hint(format!(
+            "move to a supported Python; torch {} supports up to {}",
+            t.version,
+            t.python.last().map(|p| p.to_string()).unwrap_or_default()
+        ))
+    })
+}
