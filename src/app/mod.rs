@@ -3,7 +3,9 @@
 //! This layer orchestrates `infra` (files, engine, host) around the pure `core`.
 
 pub mod codes;
+pub mod image;
 pub mod lock;
+pub mod test;
 
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};

@@ -1,74 +1,12 @@
-//! Shared by `envbuild image` and `envbuild test`: run the smoke test in a container from an
-//! image and report the verdicts (table or JSON on stdout, JUnit file, exit code).
-//! Performs I/O: the engine, stdout/stderr and the JUnit file.
+//! Shared by `envbuild image` and `envbuild test`: report the smoke verdicts (the runs are
+//! `app::test`'s): table or JSON on stdout, JUnit file, exit code.
+//! Performs I/O: stdout/stderr and the JUnit file.
 
 use super::verdict::{junit_xml, passed, render_table, SuiteResult};
+use crate::app::test::SmokeResult;
 use crate::core::diag::Failure;
-use crate::core::smoke::Expectations;
-use crate::infra::docker::run::{run_smoke, Interrupt, SmokeMode, SmokeOutcome, SmokeRequest};
-use crate::infra::docker::Engine;
+use crate::infra::docker::run::SmokeOutcome;
 use std::path::Path;
-use std::time::Duration;
-
-/// How the smoke container runs.
-#[derive(Debug, Clone)]
-pub struct SmokeSettings {
-    pub gpus: bool,
-    pub timeout: Duration,
-    pub shm_bytes: u64,
-    pub run_id: String,
-}
-
-impl SmokeSettings {
-    pub fn mode(&self) -> SmokeMode {
-        if self.gpus {
-            SmokeMode::Gpu
-        } else {
-            SmokeMode::Cpu
-        }
-    }
-}
-
-/// One image's smoke result, kept for the summary.
-pub struct SmokeResult {
-    /// The suite name: the image's tag.
-    pub name: String,
-    pub outcome: Result<SmokeOutcome, Failure>,
-    /// The verdict was reused from an earlier run on the same image and engine.
-    pub reused: bool,
-}
-
-impl SmokeResult {
-    pub fn passed(&self) -> bool {
-        matches!(&self.outcome, Ok(o) if passed(&o.report, o.exit_code))
-    }
-}
-
-/// Run the embedded script against `image`. `expectations: None` uses the image's own file.
-pub async fn smoke(
-    engine: &Engine,
-    image: &str,
-    expectations: Option<Expectations>,
-    settings: &SmokeSettings,
-    interrupt: Interrupt,
-) -> Result<SmokeOutcome, Failure> {
-    let need = expectations
-        .as_ref()
-        .and_then(|e| e.min_shm_bytes)
-        .unwrap_or(0);
-    let shm = settings.shm_bytes.max(need).min(i64::MAX as u64) as i64;
-    let req = SmokeRequest {
-        image: image.to_string(),
-        expectations,
-        script: Some(crate::core::smoke::SCRIPT.as_bytes().to_vec()),
-        mode: settings.mode(),
-        gpus: settings.gpus,
-        shm_bytes: shm,
-        timeout: settings.timeout,
-        run_id: settings.run_id.clone(),
-    };
-    run_smoke(engine, &req, interrupt).await
-}
 
 /// Print the verdicts, write JUnit, and turn them into the exit code (or the first failure).
 /// `extra` is merged into the `--json` document (build results of `envbuild image`).

@@ -5,18 +5,9 @@
 //! writer here covers what that one does not: several images in one file, and runs that ended
 //! with an error instead of a report.
 
-use crate::core::smoke::{CheckStatus, SmokeReport, Verdict};
+use crate::core::smoke::{CheckStatus, SmokeReport};
 
-/// An image passes only when the script exited 0, said `pass`, and no required check failed:
-/// any disagreement counts as a failure (`smoke::parse_output` refuses those already).
-pub fn passed(report: &SmokeReport, exit_code: i64) -> bool {
-    exit_code == 0
-        && report.status == Verdict::Pass
-        && !report
-            .checks
-            .iter()
-            .any(|c| c.required && c.status == CheckStatus::Fail)
-}
+pub use crate::app::test::passed;
 
 /// The report as a table (`smoke::render_table`) under a title naming the image.
 pub fn render_table(title: &str, report: &SmokeReport, color: bool) -> String {
@@ -88,7 +79,7 @@ pub fn junit_xml(suites: &[(String, SuiteResult<'_>)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::smoke::Check;
+    use crate::core::smoke::{Check, Verdict};
 
     fn report(status: Verdict, checks: Vec<(&str, CheckStatus, bool)>) -> SmokeReport {
         SmokeReport {
