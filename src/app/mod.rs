@@ -3,9 +3,11 @@
 //! This layer orchestrates `infra` (files, engine, host) around the pure `core`.
 
 pub mod codes;
+pub mod image;
 pub mod import;
 pub mod lock;
 pub mod render;
+pub mod test;
 
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};

@@ -1,14 +1,14 @@
 //! Command wiring: each subcommand connects the pure pipeline to files, the engine and the host.
 //! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
 
+mod image;
 mod import;
 mod lock;
 mod render;
 mod table;
+mod test;
 
-pub mod image;
 pub mod smoke_run;
-pub mod test;
 
 mod doctor;
 mod smoke;

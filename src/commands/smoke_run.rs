@@ -1,47 +1,15 @@
-//! Shared by `envbuild image` and `envbuild test`: run the smoke test in a container from an
-//! image and report the verdicts (table or JSON on stdout, JUnit file, exit code).
-//! Performs I/O: the engine, stdout/stderr and the JUnit file.
+//! Shared by `envbuild image` and `envbuild test`: report the smoke verdicts (the runs are
+//! `app::test`'s): table or JSON on stdout, JUnit file, exit code.
+//! Performs I/O: stdout/stderr and the JUnit file.
 //!
 //! The pass rule is `SmokeReport::passed`; the table and the JUnit writer are `core::report`'s.
 
+use crate::app::test::SmokeResult;
 use crate::core::diag::Failure;
 use crate::core::report::{junit_xml, Suite, SuiteBody};
-use crate::core::smoke::{junit_suite, render_table, Expectations, Mode};
-use crate::infra::docker::run::{run_smoke, Interrupt, SmokeOutcome, SmokeRequest};
-use crate::infra::docker::Engine;
+use crate::core::smoke::{junit_suite, render_table};
+use crate::infra::docker::run::SmokeOutcome;
 use std::path::Path;
-use std::time::Duration;
-
-/// How the smoke container runs.
-#[derive(Debug, Clone)]
-pub struct SmokeSettings {
-    pub gpus: bool,
-    pub timeout: Duration,
-    pub shm_bytes: u64,
-    pub run_id: String,
-}
-
-impl SmokeSettings {
-    pub fn mode(&self) -> Mode {
-        Mode::from_gpus(self.gpus)
-    }
-}
-
-/// One image's smoke result, kept for the summary.
-pub struct SmokeResult {
-    /// The suite name: the image's tag.
-    pub name: String,
-    pub outcome: Result<SmokeOutcome, Failure>,
-    /// The verdict was reused from an earlier run on the same image and engine.
-    pub reused: bool,
-}
-
-impl SmokeResult {
-    /// `SmokeReport::passed` for a run that may have ended without a report (which fails).
-    pub fn passed(&self) -> bool {
-        matches!(&self.outcome, Ok(o) if o.report.passed(o.exit_code))
-    }
-}
 
 /// The JUnit suite of a run that ended with `f` instead of a report: one `<error>` case.
 pub fn error_suite<'a>(name: &str, f: &'a Failure) -> Suite<'a> {
@@ -54,32 +22,6 @@ pub fn error_suite<'a>(name: &str, f: &'a Failure) -> Suite<'a> {
             message: f.to_string(),
         },
     }
-}
-
-/// Run the embedded script against `image`. `expectations: None` uses the image's own file.
-pub async fn smoke(
-    engine: &Engine,
-    image: &str,
-    expectations: Option<Expectations>,
-    settings: &SmokeSettings,
-    interrupt: Interrupt,
-) -> Result<SmokeOutcome, Failure> {
-    let need = expectations
-        .as_ref()
-        .and_then(|e| e.min_shm_bytes)
-        .unwrap_or(0);
-    let shm = settings.shm_bytes.max(need).min(i64::MAX as u64) as i64;
-    let req = SmokeRequest {
-        image: image.to_string(),
-        expectations,
-        script: Some(crate::core::smoke::SCRIPT.as_bytes().to_vec()),
-        mode: settings.mode(),
-        gpus: settings.gpus,
-        shm_bytes: shm,
-        timeout: settings.timeout,
-        run_id: settings.run_id.clone(),
-    };
-    run_smoke(engine, &req, interrupt).await
 }
 
 /// Print the verdicts, write JUnit, and turn them into the exit code (or the first failure).

@@ -1,9 +1,10 @@
 //! Effects at the edge: files (bounded reads, atomic writes), child processes, host probes
-//! (NVML, nvidia-smi, /proc) and the Docker engine. Everything that touches the world lives
-//! here, below the use cases in `app` and above nothing but `core`.
+//! (NVML, nvidia-smi, /proc), the Docker engine and the smoke-verdict cache. Everything that
+//! touches the world lives here, below the use cases in `app` and above nothing but `core`.
 
 pub mod docker;
 pub mod fs;
 pub mod host;
 pub mod proc;
 pub mod python;
+pub mod verdict_cache;

@@ -13,8 +13,8 @@
 //! Results go to stdout and to `$ENVBUILD_BENCH_OUT` (JSON) when set.
 
 use crate::engine_support as support;
-use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
-use envbuild::commands::smoke_run::SmokeSettings;
+use envbuild::app::image::{build_and_test, ImageOptions, RenderedImage};
+use envbuild::app::test::SmokeSettings;
 use envbuild::infra::docker;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -101,9 +101,6 @@ fn bench_noop_image_vs_docker_build() {
             shm_bytes: 64 << 20,
             run_id: docker::new_run_id(),
         },
-        json: false,
-        junit: None,
-        progress: ProgressMode::Quiet,
         cache_dir: Some(cache.path().to_path_buf()),
     };
     let noop = |d: &support::Docker| {
@@ -112,7 +109,7 @@ fn bench_noop_image_vs_docker_build() {
                 futures_util::future::pending::<()>(),
             ));
             let engine = docker::connect().await.unwrap();
-            build_and_test(&engine, &rendered, &opts, never).await
+            build_and_test(&engine, &rendered, &opts, never, &mut |_| {}).await
         })
         .unwrap_or_else(|f| panic!("{f}"))
     };
@@ -216,8 +213,7 @@ fn bench_noop_image_vs_docker_build() {
         first.builds[0].1.tags[0].as_str(),
         "envbuild-bench/docker-build:runtime",
     ] {
-        d.block_on(envbuild::infra::docker::images::remove(&d.engine, t))
-            .unwrap();
+        d.remove_image(t);
     }
     assert!(
         ratio <= 0.2,
@@ -357,8 +353,7 @@ fn bench_cli_noop_image_vs_docker_build() {
             lock.hash().unwrap()[..12].to_string()
         }),
     ] {
-        d.block_on(envbuild::infra::docker::images::remove(&d.engine, &t))
-            .unwrap();
+        d.remove_image(&t);
     }
     assert!(
         ratio <= 0.2,

@@ -5,9 +5,11 @@
 
 use crate::engine_support::{self as support, Docker};
 use assert_cmd::Command;
-use envbuild::commands::image::{build_and_test, ImageOptions, ProgressMode, RenderedImage};
-use envbuild::commands::smoke_run::SmokeSettings;
-use envbuild::infra::docker::{self, codes, images};
+use envbuild::app::image::{ImageOptions, ImageRun, RenderedImage};
+use envbuild::app::test::SmokeSettings;
+use envbuild::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
+use envbuild::infra::docker::run::Interrupt;
+use envbuild::infra::docker::{self, codes, images, Engine};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -23,11 +25,18 @@ fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
             shm_bytes: 256 << 20,
             run_id: docker::new_run_id(),
         },
-        json: false,
-        junit: None,
-        progress: ProgressMode::Quiet,
         cache_dir: Some(cache.to_path_buf()),
     }
+}
+
+/// `app::image::build_and_test` with its progress ignored.
+async fn build_and_test(
+    engine: &Engine,
+    rendered: &RenderedImage,
+    opts: &ImageOptions,
+    interrupt: Interrupt,
+) -> Result<ImageRun, envbuild::core::diag::Failure> {
+    envbuild::app::image::build_and_test(engine, rendered, opts, interrupt, &mut |_| {}).await
 }
 
 fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImage {
@@ -43,7 +52,7 @@ fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImag
     }
 }
 
-fn codes_of(run: &envbuild::commands::image::ImageRun) -> Vec<String> {
+fn codes_of(run: &ImageRun) -> Vec<String> {
     run.smokes
         .iter()
         .flat_map(|s| match &s.outcome {
@@ -66,7 +75,7 @@ fn nonce() -> String {
     docker::new_run_id()
 }
 
-fn interrupt(d: &Docker) -> envbuild::infra::docker::run::Interrupt {
+fn interrupt(d: &Docker) -> Interrupt {
     use futures_util::FutureExt;
     // Tests never interrupt through a signal here; a future that never resolves stands in.
     let _ = d;
@@ -205,7 +214,7 @@ fn gpus_all_without_nvidia_runtime_is_no_gpu_runtime() {
     let Some(d) = support::engine("gpus_all_without_nvidia_runtime_is_no_gpu_runtime") else {
         return;
     };
-    let runtimes = d.block_on(docker::runtimes(&d.engine)).unwrap();
+    let runtimes = d.runtimes();
     if runtimes.iter().any(|r| r.contains("nvidia")) {
         // Not a missing engine: this engine may well give GPUs, so the premise does not hold.
         support::skip_because(
@@ -305,10 +314,7 @@ fn failing_run_step_names_step_command_and_output() {
         return;
     };
     let bb = support::busybox_image(&d);
-    let before = d
-        .block_on(docker::run::all_containers(&d.engine))
-        .unwrap()
-        .len();
+    let before = d.all_containers().len();
     let df = format!(
         "FROM {bb} AS runtime\nRUN echo about-to-fail-{n} && exit 3\n",
         n = nonce()
@@ -333,10 +339,7 @@ fn failing_run_step_names_step_command_and_output() {
         diag.message.contains("| about-to-fail"),
         "output shown: {err}"
     );
-    let after = d
-        .block_on(docker::run::all_containers(&d.engine))
-        .unwrap()
-        .len();
+    let after = d.all_containers().len();
     assert_eq!(before, after, "the failed build left a container");
     d.assert_no_smoke_container("after a failed build");
 }
@@ -419,9 +422,9 @@ fn unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers() {
         .block_on(images::inspect(&d.engine, &tag))
         .unwrap()
         .unwrap();
-    assert_eq!(info.labels[docker::labels::LOCK_SHA256], v1.lock_hash);
-    assert_eq!(info.labels[docker::labels::VARIANT], "runtime");
-    assert_eq!(info.labels[docker::labels::SUMMARY], r#"{"test":true}"#);
+    assert_eq!(info.labels[LABEL_LOCK_SHA256], v1.lock_hash);
+    assert_eq!(info.labels[LABEL_VARIANT], "runtime");
+    assert_eq!(info.labels[LABEL_LOCK_SUMMARY], r#"{"test":true}"#);
 
     // Same lock again: no build, the passing verdict is reused, well under a second.
     let started = Instant::now();
@@ -465,12 +468,12 @@ fn unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers() {
     assert!(!third.smokes[0].reused, "a rebuilt image is tested again");
 
     for t in [&tag, &b2.tags[0]] {
-        d.block_on(images::remove(&d.engine, t)).unwrap();
+        d.remove_image(t);
     }
     d.assert_no_smoke_container("after the layer tests");
 }
 
-fn passed_all(run: &envbuild::commands::image::ImageRun) -> bool {
+fn passed_all(run: &ImageRun) -> bool {
     run.smokes.iter().all(|s| s.passed())
 }
 
@@ -515,7 +518,7 @@ fn all_variants_get_their_own_tags() {
     assert_eq!(run.smokes.len(), 2);
     for (_, b) in &run.builds {
         for t in &b.tags {
-            d.block_on(images::remove(&d.engine, t)).unwrap();
+            d.remove_image(t);
         }
     }
     d.assert_no_smoke_container("after variants");
@@ -637,7 +640,7 @@ fn interrupted_build_stops_and_leaves_no_container() {
         return;
     };
     let bb = support::busybox_image(&d);
-    let before = d.block_on(docker::run::all_containers(&d.engine)).unwrap();
+    let before = d.all_containers();
     let df = format!("FROM {bb} AS runtime\nRUN echo {} && sleep 60\n", nonce());
     let r = rendered(
         "envbuild-test/interrupted",
@@ -662,7 +665,7 @@ fn interrupted_build_stops_and_leaves_no_container() {
     // it does so asynchronously, so give it a moment.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let now = d.block_on(docker::run::all_containers(&d.engine)).unwrap();
+        let now = d.all_containers();
         if now.len() == before.len() {
             break;
         }
@@ -750,7 +753,7 @@ fn image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing() {
         .find(|w| w.starts_with("envbuild/declared-torch-"))
         .expect("the image tag is named")
         .to_string();
-    d.block_on(images::remove(&d.engine, &tag)).unwrap();
+    d.remove_image(&tag);
     d.assert_no_smoke_container("after envbuild image SPEC");
 }
 
@@ -807,7 +810,7 @@ fn second_image_with_an_unchanged_lock_is_a_sub_second_no_op() {
     );
 
     let tag = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
-    d.block_on(images::remove(&d.engine, &tag)).unwrap();
+    d.remove_image(&tag);
     d.assert_no_smoke_container("after the no-op");
 }
 
@@ -818,7 +821,7 @@ fn doctor_proves_the_engine_cannot_give_a_gpu() {
     let Some(d) = support::engine("doctor_proves_the_engine_cannot_give_a_gpu") else {
         return;
     };
-    let runtimes = d.block_on(docker::runtimes(&d.engine)).unwrap();
+    let runtimes = d.runtimes();
     if runtimes.iter().any(|r| r.contains("nvidia")) {
         support::skip_because(
             "doctor_proves_the_engine_cannot_give_a_gpu",

@@ -7,10 +7,14 @@
 //!   (hangs, prints a canned report, ...): the report contract without a real Python.
 //! - `envbuild-test/debian-python:<hash>`: `mmdebstrap --variant=minbase --include=python3`.
 //!
-//! Images are imported through envbuild's own engine layer (`docker::images::import_rootfs`).
+//! Images are imported with the engine's `docker import` call (`Docker::import_rootfs`), made
+//! here because only tests need it; so are the other engine calls only tests make (listing
+//! every container, the registered runtimes, removing an image).
 #![allow(dead_code)]
 
+use envbuild::core::hash::hex;
 use envbuild::infra::docker::{self, images, Engine};
+use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,16 +45,96 @@ pub fn skip_because(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
 }
 
-/// A test's hold on the engine: the serialising lock, a runtime and a connection.
+/// A test's hold on the engine: the serialising lock, a runtime and a connection (envbuild's,
+/// and a bollard client of the test's own for the calls envbuild does not make).
 pub struct Docker {
     _guard: MutexGuard<'static, ()>,
     pub rt: tokio::runtime::Runtime,
     pub engine: Engine,
+    client: bollard::Docker,
 }
 
 impl Docker {
     pub fn block_on<F: std::future::Future>(&self, f: F) -> F::Output {
         self.rt.block_on(f)
+    }
+
+    /// The ids of every container on the engine (running or not).
+    pub fn all_containers(&self) -> Vec<String> {
+        let opts = bollard::query_parameters::ListContainersOptionsBuilder::default()
+            .all(true)
+            .build();
+        let list = self
+            .block_on(self.client.list_containers(Some(opts)))
+            .expect("list containers");
+        list.into_iter().filter_map(|c| c.id).collect()
+    }
+
+    /// The OCI runtimes the engine has registered (`runc`, `nvidia`, ...), sorted.
+    pub fn runtimes(&self) -> Vec<String> {
+        let info = self.block_on(self.client.info()).expect("engine info");
+        let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+        names.sort();
+        names
+    }
+
+    /// Remove an image (forced); a missing image is not an error.
+    pub fn remove_image(&self, image: &str) {
+        let opts = bollard::query_parameters::RemoveImageOptionsBuilder::default()
+            .force(true)
+            .build();
+        match self.block_on(self.client.remove_image(image, Some(opts), None)) {
+            Ok(_) => {}
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => {}
+            Err(e) => panic!("cannot remove image `{image}`: {e}"),
+        }
+    }
+
+    /// Import a root filesystem tar as `repo:tag` (`docker import`), with Dockerfile-style
+    /// `changes` such as `CMD ["sh"]`. Returns the image id.
+    pub fn import_rootfs(
+        &self,
+        rootfs_tar: Vec<u8>,
+        repo: &str,
+        tag: &str,
+        changes: &[&str],
+    ) -> String {
+        let opts = bollard::query_parameters::CreateImageOptionsBuilder::default()
+            .from_src("-")
+            .repo(repo)
+            .tag(tag)
+            .changes(changes.iter().map(|c| c.to_string()).collect())
+            .build();
+        let mut last_err = None;
+        self.block_on(async {
+            let mut stream = self.client.create_image(
+                Some(opts),
+                Some(bollard::body_full(rootfs_tar.into())),
+                None,
+            );
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(info) => {
+                        if let Some(msg) = info.error_detail.and_then(|d| d.message) {
+                            last_err = Some(msg);
+                        }
+                    }
+                    // bollard 0.21.1 may end a good import with a spurious stream error:
+                    // inspect decides.
+                    Err(e) => {
+                        last_err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+        });
+        let name = format!("{repo}:{tag}");
+        match self.block_on(images::inspect(&self.engine, &name)) {
+            Ok(Some(info)) => info.id,
+            other => panic!("importing `{name}` failed: {other:?} {last_err:?}"),
+        }
     }
 
     /// Ids of containers carrying `dev.envbuild.smoke=1`.
@@ -81,10 +165,17 @@ pub fn engine(test: &str) -> Option<Docker> {
         .expect("runtime");
     match rt.block_on(docker::connect()) {
         Ok(engine) => {
+            // The same engine as envbuild's: DOCKER_HOST when set, else the local socket.
+            let client = match std::env::var("DOCKER_HOST") {
+                Ok(h) if !h.is_empty() => bollard::Docker::connect_with_defaults(),
+                _ => bollard::Docker::connect_with_host("unix:///var/run/docker.sock"),
+            }
+            .expect("a bollard client for the engine envbuild reached");
             let d = Docker {
                 _guard: guard,
                 rt,
                 engine,
+                client,
             };
             // A crashed earlier run must not make this one fail its leftover assertions.
             d.assert_no_smoke_container("before the test");
@@ -103,7 +194,7 @@ fn sha12(parts: &[&[u8]]) -> String {
         h.update(p);
         h.update([0u8]);
     }
-    docker::hex(&h.finalize())[..12].to_string()
+    hex(&h.finalize())[..12].to_string()
 }
 
 /// Where downloaded packages and rootfs tars are kept between runs.
@@ -238,14 +329,7 @@ fn import_if_missing(d: &Docker, repo: &str, tag: &str, make: impl FnOnce() -> V
         .is_none()
     {
         let tar = make();
-        d.block_on(images::import_rootfs(
-            &d.engine,
-            tar,
-            repo,
-            &tag,
-            IMPORT_CHANGES.iter().map(|c| c.to_string()).collect(),
-        ))
-        .unwrap_or_else(|f| panic!("import {name}: {f}"));
+        d.import_rootfs(tar, repo, &tag, IMPORT_CHANGES);
     }
     name
 }
@@ -387,7 +471,7 @@ class backends:
 pub fn fake_lock_hash(seed: &str) -> String {
     let mut h = Sha256::new();
     h.update(seed.as_bytes());
-    docker::hex(&h.finalize())
+    hex(&h.finalize())
 }
 
 /// Whether the embedded smoke script is the real one; the placeholder cannot report.
@@ -460,7 +544,7 @@ pub fn fake_cuda_torch_image(d: &Docker) -> String {
         target: String::new(),
         image_name: "envbuild-test/debian-fake-cuda-torch".into(),
         variant: "base".into(),
-        lock_hash: docker::hex(&h.finalize()),
+        lock_hash: hex(&h.finalize()),
         summary: "{}".into(),
         extra_tags: vec![],
         extra_labels: BTreeMap::new(),

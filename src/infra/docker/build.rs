@@ -3,12 +3,13 @@
 //! Performs network I/O against the engine; progress is handed to a caller's callback so
 //! this module never writes to the terminal itself.
 
-use super::context::{build_context, label_target_stage, parse_dockerfile};
-use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
+use super::context::{build_context, label_target_stage, parse_dockerfile, BuildContext};
+use super::{codes, images, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
+use crate::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
 use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder};
 use futures_util::StreamExt;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// Everything needed to build one variant from already-rendered files.
@@ -46,9 +47,9 @@ impl BuildRequest {
     /// Every label the image gets.
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut l = self.extra_labels.clone();
-        l.insert(labels::LOCK_SHA256.into(), self.lock_hash.clone());
-        l.insert(labels::VARIANT.into(), self.variant.clone());
-        l.insert(labels::SUMMARY.into(), self.summary.clone());
+        l.insert(LABEL_LOCK_SHA256.into(), self.lock_hash.clone());
+        l.insert(LABEL_VARIANT.into(), self.variant.clone());
+        l.insert(LABEL_LOCK_SUMMARY.into(), self.summary.clone());
         l
     }
 }
@@ -96,21 +97,6 @@ fn split_tag(tag: &str) -> (&str, &str) {
     match tag[slash..].rfind(':') {
         Some(i) => (&tag[..slash + i], &tag[slash + i + 1..]),
         None => (tag, "latest"),
-    }
-}
-
-/// The labels of an image, or `None` when the engine does not have it.
-async fn image_labels(
-    engine: &Engine,
-    image: &str,
-) -> Result<Option<(String, HashMap<String, String>)>, Failure> {
-    match engine.docker.inspect_image(image).await {
-        Ok(inspect) => Ok(Some((
-            inspect.id.unwrap_or_default(),
-            inspect.config.and_then(|c| c.labels).unwrap_or_default(),
-        ))),
-        Err(e) if is_not_found(&e) => Ok(None),
-        Err(e) => Err(engine_error(&format!("cannot inspect image `{image}`"), &e)),
     }
 }
 
@@ -162,29 +148,73 @@ pub async fn build(
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<BuildOutcome, Failure> {
     let started = Instant::now();
+    let tags = checked_tags(req)?;
+    let primary = tags[0].clone();
+    let (dockerfile, context) = labelled_context(req)?;
+    let outcome = |image_id: String, log: Option<&BuildLog>| BuildOutcome {
+        image_id,
+        tags: tags.clone(),
+        skipped: log.is_none(),
+        steps: log.map_or(0, |l| l.steps),
+        cached_steps: log.map_or(0, |l| l.cached),
+        context_bytes: context.tar.len(),
+        context_sha256: context.sha256.clone(),
+        elapsed: started.elapsed(),
+    };
+    if !req.rebuild {
+        if let Some(id) = existing_image(engine, req, &primary).await? {
+            on_event(BuildEvent::Skipped {
+                tag: primary.clone(),
+                image_id: id.clone(),
+            });
+            tag_extra(engine, &id, &req.extra_tags).await?;
+            return Ok(outcome(id, None));
+        }
+    }
+    // Checking the bases first gives a precise error at once instead of a failed pull later.
+    for base in parse_dockerfile(&dockerfile).base_images {
+        if images::inspect(engine, &base).await?.is_none() {
+            return Err(base_missing(&base, &engine.host));
+        }
+    }
+    on_event(BuildEvent::Context {
+        bytes: context.tar.len(),
+        files: context.files.len(),
+    });
+    let log = stream_build(engine, req, &primary, &context, on_event).await;
+    let image_id = built_image(engine, req, &primary, &log).await?;
+    tag_extra(engine, &image_id, &req.extra_tags).await?;
+    Ok(outcome(image_id, Some(&log)))
+}
+
+/// The image's tags, primary first, each checked: a bad tag would only be refused after the
+/// whole build. Also refuses a lock hash that is not 64 hex digits.
+fn checked_tags(req: &BuildRequest) -> Result<Vec<String>, Failure> {
     if req.lock_hash.len() != 64 || !req.lock_hash.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(Failure::bug(format!(
             "lock hash `{}` is not 64 hex digits",
             req.lock_hash
         )));
     }
-    let primary = req.primary_tag();
-    // A bad tag would only be refused after the whole build: check them first.
-    for tag in std::iter::once(&primary).chain(&req.extra_tags) {
-        if !valid_tag(tag) {
-            return Err(Failure::usage(
-                format!("`{tag}` is not a valid image tag"),
-                Some(
-                    "a tag is `name[:tag]`: the name in lower case letters, digits and `._-/` \
-                     (a registry host may carry a port), the tag up to 128 of `A-Za-z0-9_.-`"
-                        .into(),
-                ),
-            ));
-        }
+    let tags: Vec<String> = std::iter::once(req.primary_tag())
+        .chain(req.extra_tags.iter().cloned())
+        .collect();
+    if let Some(tag) = tags.iter().find(|t| !valid_tag(t)) {
+        return Err(Failure::usage(
+            format!("`{tag}` is not a valid image tag"),
+            Some(
+                "a tag is `name[:tag]`: the name in lower case letters, digits and `._-/` \
+                 (a registry host may carry a port), the tag up to 128 of `A-Za-z0-9_.-`"
+                    .into(),
+            ),
+        ));
     }
-    let mut tags = vec![primary.clone()];
-    tags.extend(req.extra_tags.iter().cloned());
+    Ok(tags)
+}
 
+/// The Dockerfile's text and the build context, with envbuild's labels added to the target
+/// stage where the Dockerfile does not set them already.
+fn labelled_context(req: &BuildRequest) -> Result<(String, BuildContext), Failure> {
     let df_bytes = req.files.get(&req.dockerfile).ok_or_else(|| {
         Failure::bug(format!(
             "the rendered files have no `{}` to build from",
@@ -205,45 +235,33 @@ pub async fn build(
         label_target_stage(&df_text, &req.target, &missing).into_bytes(),
     );
     let context = build_context(&files, &req.dockerfile)?;
+    Ok((df_text, context))
+}
 
-    if !req.rebuild {
-        if let Some((id, l)) = image_labels(engine, &primary).await? {
-            let same = l.get(labels::LOCK_SHA256) == Some(&req.lock_hash)
-                && l.get(labels::VARIANT) == Some(&req.variant);
-            if same {
-                on_event(BuildEvent::Skipped {
-                    tag: primary.clone(),
-                    image_id: id.clone(),
-                });
-                tag_extra(engine, &id, &req.extra_tags).await?;
-                return Ok(BuildOutcome {
-                    image_id: id,
-                    tags,
-                    skipped: true,
-                    steps: 0,
-                    cached_steps: 0,
-                    context_bytes: context.tar.len(),
-                    context_sha256: context.sha256,
-                    elapsed: started.elapsed(),
-                });
-            }
-        }
-    }
+/// The id of the image tagged `primary` when it was built from this lock and variant.
+async fn existing_image(
+    engine: &Engine,
+    req: &BuildRequest,
+    primary: &str,
+) -> Result<Option<String>, Failure> {
+    Ok(images::inspect(engine, primary).await?.and_then(|i| {
+        let same = i.labels.get(LABEL_LOCK_SHA256) == Some(&req.lock_hash)
+            && i.labels.get(LABEL_VARIANT) == Some(&req.variant);
+        same.then_some(i.id)
+    }))
+}
 
-    // Checking the bases first gives a precise error at once instead of a failed pull later.
-    for base in parse_dockerfile(&df_text).base_images {
-        if image_labels(engine, &base).await?.is_none() {
-            return Err(base_missing(&base, &engine.host));
-        }
-    }
-
-    on_event(BuildEvent::Context {
-        bytes: context.tar.len(),
-        files: context.files.len(),
-    });
+/// Send the context and follow the engine's build stream to its end.
+async fn stream_build(
+    engine: &Engine,
+    req: &BuildRequest,
+    primary: &str,
+    context: &BuildContext,
+    on_event: &mut (dyn FnMut(BuildEvent) + Send),
+) -> BuildLog {
     let mut opts = BuildImageOptionsBuilder::default()
         .dockerfile(&req.dockerfile)
-        .t(&primary)
+        .t(primary)
         .rm(true)
         .forcerm(true);
     if !req.target.is_empty() {
@@ -251,158 +269,155 @@ pub async fn build(
     }
     let body = bollard::body_full(bytes::Bytes::from(context.tar.clone()));
     let mut stream = engine.docker.build_image(opts.build(), None, Some(body));
-
-    let mut step: Option<(usize, usize, String)> = None;
-    let mut steps = 0usize;
-    let mut cached = 0usize;
-    let mut tail: VecDeque<String> = VecDeque::new();
-    let mut engine_message: Option<String> = None;
-    let mut transport_error: Option<bollard::errors::Error> = None;
-    let mut built_id: Option<String> = None;
-    let mut pending = String::new();
-
+    let mut log = BuildLog::default();
     while let Some(item) = stream.next().await {
         match item {
             Ok(info) => {
                 if let Some(text) = info.stream {
-                    pending.push_str(&text);
-                    while let Some(nl) = pending.find('\n') {
-                        let line: String = pending.drain(..=nl).collect();
-                        let line = line.trim_end().to_string();
-                        handle_line(
-                            &line,
-                            &mut step,
-                            &mut steps,
-                            &mut cached,
-                            &mut tail,
-                            on_event,
-                        );
-                    }
+                    log.text(&text, on_event);
                 }
                 if let Some(detail) = info.error_detail {
-                    engine_message = detail.message.or(engine_message);
+                    log.engine_message = detail.message.or(log.engine_message.take());
                 }
                 if let Some(aux) = info.aux.and_then(|a| a.id) {
-                    built_id = Some(aux);
+                    log.built_id = Some(aux);
                 }
             }
             Err(bollard::errors::Error::DockerStreamError { error }) => {
-                engine_message = Some(error);
+                log.engine_message = Some(error);
             }
             Err(e) => {
                 // bollard 0.21.1 can end a good stream with "bytes remaining on stream":
-                // success is decided by inspecting the tag below.
-                transport_error = Some(e);
+                // success is decided by inspecting the tag afterwards.
+                log.transport_error = Some(short_error(&e));
                 break;
             }
         }
     }
-    if !pending.trim().is_empty() {
-        let line = pending.trim_end().to_string();
-        handle_line(
-            &line,
-            &mut step,
-            &mut steps,
-            &mut cached,
-            &mut tail,
-            on_event,
-        );
-    }
+    log.flush(on_event);
+    log
+}
 
-    if let Some(msg) = engine_message {
-        return Err(step_failure(&msg, step.as_ref(), &tail, &engine.host));
+/// The id of the image the build made, checked against the lock; or why there is none.
+async fn built_image(
+    engine: &Engine,
+    req: &BuildRequest,
+    primary: &str,
+    log: &BuildLog,
+) -> Result<String, Failure> {
+    if let Some(msg) = &log.engine_message {
+        return Err(step_failure(
+            msg,
+            log.step.as_ref(),
+            &log.tail,
+            &engine.host,
+        ));
     }
-    let image_id = match image_labels(engine, &primary).await? {
-        Some((_, l))
-            if built_id.is_some() && l.get(labels::LOCK_SHA256) != Some(&req.lock_hash) =>
-        {
-            return Err(Failure::one(
+    let info = images::inspect(engine, primary).await?;
+    let lock_label = info.as_ref().and_then(|i| i.labels.get(LABEL_LOCK_SHA256));
+    match info.as_ref() {
+        Some(_) if log.built_id.is_some() && lock_label != Some(&req.lock_hash) => {
+            Err(Failure::one(
                 Diagnostic::error(
                     codes::BUILD_FAILED,
                     format!(
-                        "the image built as `{primary}` has label {}={:?}, not this lock's hash",
-                        labels::LOCK_SHA256,
-                        l.get(labels::LOCK_SHA256)
+                        "the image built as `{primary}` has label \
+                         {LABEL_LOCK_SHA256}={lock_label:?}, not this lock's hash",
                     ),
                 )
                 .with_hint("the Dockerfile (or a --templates override) sets that label wrong"),
             ))
         }
-        Some((id, l)) if l.get(labels::LOCK_SHA256) == Some(&req.lock_hash) => {
-            if built_id.as_ref().is_some_and(|b| b != &id) {
+        Some(i) if lock_label == Some(&req.lock_hash) => {
+            if log.built_id.as_ref().is_some_and(|b| b != &i.id) {
                 return Err(Failure::one(Diagnostic::error(
                     codes::BUILD_FAILED,
                     format!("the build finished but `{primary}` names another image"),
                 )));
             }
-            id
+            Ok(i.id.clone())
         }
         _ => {
-            let why = transport_error
-                .map(|e| short_error(&e))
-                .unwrap_or_else(|| "the engine ended the build without an image".into());
-            return Err(Failure::one(
+            let why = log
+                .transport_error
+                .as_deref()
+                .unwrap_or("the engine ended the build without an image");
+            Err(Failure::one(
                 Diagnostic::error(
                     codes::BUILD_FAILED,
                     format!("building `{primary}` failed: {why}"),
                 )
                 .with_hint("run again with -v for the full build log"),
-            ));
+            ))
         }
-    };
-    tag_extra(engine, &image_id, &req.extra_tags).await?;
-    Ok(BuildOutcome {
-        image_id,
-        tags,
-        skipped: false,
-        steps,
-        cached_steps: cached,
-        context_bytes: context.tar.len(),
-        context_sha256: context.sha256,
-        elapsed: started.elapsed(),
-    })
+    }
 }
 
-fn handle_line(
-    line: &str,
-    step: &mut Option<(usize, usize, String)>,
-    steps: &mut usize,
-    cached: &mut usize,
-    tail: &mut VecDeque<String>,
-    on_event: &mut (dyn FnMut(BuildEvent) + Send),
-) {
-    if let Some(parsed) = parse_step(line) {
-        *steps += 1;
-        tail.clear();
-        on_event(BuildEvent::Step {
-            index: parsed.0,
-            total: parsed.1,
-            instruction: parsed.2.clone(),
-        });
-        *step = Some(parsed);
-        return;
-    }
-    let t = line.trim();
-    if t == "---> Using cache" {
-        *cached += 1;
-        on_event(BuildEvent::Cached);
-        return;
-    }
-    if t.is_empty() {
-        return;
-    }
-    // The engine's own bookkeeping lines are not the step's output.
-    let bookkeeping = t.starts_with("---> ")
-        || t.starts_with("Removing intermediate container")
-        || t.starts_with("Successfully built")
-        || t.starts_with("Successfully tagged");
-    if !bookkeeping {
-        if tail.len() == TAIL_LINES {
-            tail.pop_front();
+/// The build's output as it streams: steps, cache hits, the failing step's last lines.
+#[derive(Default)]
+struct BuildLog {
+    step: Option<(usize, usize, String)>,
+    steps: usize,
+    cached: usize,
+    tail: VecDeque<String>,
+    engine_message: Option<String>,
+    transport_error: Option<String>,
+    built_id: Option<String>,
+    /// Text after the last newline, waiting for the rest of its line.
+    pending: String,
+}
+
+impl BuildLog {
+    fn text(&mut self, text: &str, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
+        self.pending.push_str(text);
+        while let Some(nl) = self.pending.find('\n') {
+            let line: String = self.pending.drain(..=nl).collect();
+            self.line(line.trim_end(), on_event);
         }
-        tail.push_back(t.to_string());
     }
-    on_event(BuildEvent::Output(t.to_string()));
+
+    /// The last line, when the stream did not end with a newline.
+    fn flush(&mut self, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
+        if !self.pending.trim().is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.line(line.trim_end(), on_event);
+        }
+    }
+
+    fn line(&mut self, line: &str, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
+        if let Some(parsed) = parse_step(line) {
+            self.steps += 1;
+            self.tail.clear();
+            on_event(BuildEvent::Step {
+                index: parsed.0,
+                total: parsed.1,
+                instruction: parsed.2.clone(),
+            });
+            self.step = Some(parsed);
+            return;
+        }
+        let t = line.trim();
+        if t == "---> Using cache" {
+            self.cached += 1;
+            on_event(BuildEvent::Cached);
+            return;
+        }
+        if t.is_empty() {
+            return;
+        }
+        // The engine's own bookkeeping lines are not the step's output.
+        let bookkeeping = t.starts_with("---> ")
+            || t.starts_with("Removing intermediate container")
+            || t.starts_with("Successfully built")
+            || t.starts_with("Successfully tagged");
+        if !bookkeeping {
+            if self.tail.len() == TAIL_LINES {
+                self.tail.pop_front();
+            }
+            self.tail.push_back(t.to_string());
+        }
+        on_event(BuildEvent::Output(t.to_string()));
+    }
 }
 
 /// A Docker image reference `name[:tag]` (no digest), as the engine accepts it.
@@ -566,7 +581,7 @@ mod tests {
             rebuild: false,
         };
         assert_eq!(req.primary_tag(), "myenv:runtime-0123456789ab");
-        assert_eq!(req.labels()[labels::VARIANT], "runtime");
+        assert_eq!(req.labels()[LABEL_VARIANT], "runtime");
     }
 
     #[test]

@@ -309,6 +309,50 @@ fn header(size: u64, mode: u32, kind: tar::EntryType) -> tar::Header {
     h
 }
 
+/// A file to put in a tar: its mode and its bytes.
+pub(super) type TarFile<'a> = (u32, &'a [u8]);
+
+/// A tar of `files` (path -> (mode, bytes)) and of every directory above them, in path order,
+/// with fixed metadata: the same files always give the same bytes. The directories are listed
+/// so that the engine creates them with a known mode. `what` names the tar in errors.
+pub(super) fn deterministic_tar(
+    files: &BTreeMap<&str, TarFile<'_>>,
+    what: &str,
+) -> Result<Vec<u8>, Failure> {
+    let mut dirs: BTreeSet<String> = BTreeSet::new();
+    for path in files.keys() {
+        let mut end = 0;
+        while let Some(i) = path[end..].find('/') {
+            dirs.insert(format!("{}/", &path[..end + i]));
+            end += i + 1;
+        }
+    }
+    // One sorted list of (path, content; `None` for a directory) so the entry order is fixed.
+    let mut entries: Vec<(&str, Option<TarFile<'_>>)> =
+        dirs.iter().map(|d| (d.as_str(), None)).collect();
+    entries.extend(files.iter().map(|(path, file)| (*path, Some(*file))));
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.mode(tar::HeaderMode::Deterministic);
+    for (path, content) in entries {
+        let result = match content {
+            None => {
+                let mut h = header(0, 0o755, tar::EntryType::Directory);
+                builder.append_data(&mut h, path, std::io::empty())
+            }
+            Some((mode, bytes)) => {
+                let mut h = header(bytes.len() as u64, mode, tar::EntryType::Regular);
+                builder.append_data(&mut h, path, bytes)
+            }
+        };
+        result.map_err(|e| Failure::bug(format!("cannot add `{path}` to {what}: {e}")))?;
+    }
+    builder
+        .into_inner()
+        .map_err(|e| Failure::bug(format!("cannot finish {what}: {e}")))
+}
+
 /// Build the context for `dockerfile` (a key of `files`): the Dockerfile plus the files its
 /// `COPY`/`ADD` instructions select, nothing else.
 pub fn build_context(
@@ -349,46 +393,15 @@ pub fn build_context(
         normalise_source(path)?;
     }
 
-    let mut dirs: BTreeSet<String> = BTreeSet::new();
-    for path in &selected {
-        let mut end = 0;
-        while let Some(i) = path[end..].find('/') {
-            dirs.insert(path[..end + i].to_string());
-            end += i + 1;
-        }
-    }
-    // One sorted list of (path, is_dir) so the entry order is fixed.
-    let mut entries: Vec<(String, Option<&Vec<u8>>)> =
-        dirs.into_iter().map(|d| (format!("{d}/"), None)).collect();
-    for path in &selected {
-        entries.push(((*path).clone(), files.get(*path)));
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-
-    let mut builder = tar::Builder::new(Vec::new());
-    builder.mode(tar::HeaderMode::Deterministic);
-    for (path, content) in &entries {
-        let result = match content {
-            None => {
-                let mut h = header(0, 0o755, tar::EntryType::Directory);
-                builder.append_data(&mut h, path, std::io::empty())
-            }
-            Some(bytes) => {
-                let mut h = header(
-                    bytes.len() as u64,
-                    file_mode(bytes),
-                    tar::EntryType::Regular,
-                );
-                builder.append_data(&mut h, path, bytes.as_slice())
-            }
-        };
-        result
-            .map_err(|e| Failure::bug(format!("cannot add `{path}` to the build context: {e}")))?;
-    }
-    let tar = builder
-        .into_inner()
-        .map_err(|e| Failure::bug(format!("cannot finish the build context: {e}")))?;
-    let sha256 = super::hex(&Sha256::digest(&tar));
+    let entries: BTreeMap<&str, TarFile<'_>> = selected
+        .iter()
+        .filter_map(|path| {
+            let bytes = files.get(*path)?;
+            Some((path.as_str(), (file_mode(bytes), bytes.as_slice())))
+        })
+        .collect();
+    let tar = deterministic_tar(&entries, "the build context")?;
+    let sha256 = crate::core::hash::hex(&Sha256::digest(&tar));
     Ok(BuildContext {
         tar,
         files: selected.into_iter().cloned().collect(),

@@ -3,9 +3,11 @@
 //! a GPU request (the only definitive answer). The probe container is labelled like smoke
 //! containers and always removed. Performs I/O (the engine).
 
+use super::errors::refuses_gpu;
 use super::run::{gpu_request, remove_run_containers};
 use super::{is_not_found, labels, new_run_id, short_error, Engine};
 use crate::core::doctor::ContainerGpu;
+use crate::core::render::LABEL_LOCK_SHA256;
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{CreateContainerOptionsBuilder, ListImagesOptionsBuilder};
 use std::collections::HashMap;
@@ -13,7 +15,7 @@ use std::collections::HashMap;
 /// The newest image envbuild built on this engine, to try a GPU request with.
 async fn an_envbuild_image(engine: &Engine) -> Option<String> {
     let mut filters: HashMap<String, Vec<String>> = HashMap::new();
-    filters.insert("label".into(), vec![labels::LOCK_SHA256.to_string()]);
+    filters.insert("label".into(), vec![LABEL_LOCK_SHA256.to_string()]);
     let opts = ListImagesOptionsBuilder::default()
         .filters(&filters)
         .build();
@@ -122,12 +124,9 @@ async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, Strin
     outcome
 }
 
+/// A refused GPU request is a definitive "no"; any other failure proves nothing either way.
 fn classify(image: &str, msg: &str) -> (Option<bool>, String) {
-    let m = msg.to_ascii_lowercase();
-    if m.contains("could not select device driver")
-        || m.contains("nvidia-container-cli")
-        || m.contains("unresolvable cdi devices")
-    {
+    if refuses_gpu(msg) {
         (
             Some(false),
             format!("a container from `{image}` with --gpus all was refused: {msg}"),

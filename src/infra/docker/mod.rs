@@ -1,6 +1,6 @@
 //! The Docker engine edge: connecting, building and running smoke-test containers through the
 //! Docker Engine API (bollard). This is the only module that imports bollard, and every
-//! submodule except [`context`] performs network I/O against the engine.
+//! submodule except [`context`] and `errors` performs network I/O against the engine.
 //!
 //! The engine is found like the `docker` CLI finds it: `DOCKER_HOST` (`unix://`, `tcp://`,
 //! `https://` or `tcp://` with `DOCKER_TLS_VERIFY`/`DOCKER_CERT_PATH`, `ssh://`), else the local
@@ -9,12 +9,14 @@
 
 pub mod build;
 pub mod context;
+pub(crate) mod errors;
 pub mod gpu_probe;
 pub mod images;
 pub mod run;
 
 use crate::core::diag::{Diagnostic, Failure};
 use bollard::Docker;
+pub(crate) use errors::{engine_error, is_not_found, short_error};
 use std::time::Duration;
 
 /// Diagnostic codes of the engine layer (listed in docs/image.md).
@@ -29,11 +31,6 @@ pub mod codes {
     pub const IMAGE_NOT_FOUND: Code = "IMAGE_NOT_FOUND";
     pub const NO_GPU_RUNTIME: Code = "NO_GPU_RUNTIME";
     pub const INTERRUPTED: Code = "INTERRUPTED";
-    // The smoke test's own codes, shared with `envbuild smoke` (listed in `smoke::codes`).
-    pub use crate::core::smoke::codes::{
-        BAD_OUTPUT as SMOKE_BAD_OUTPUT, FAILED as SMOKE_FAILED,
-        PYTHON_NOT_FOUND as SMOKE_PYTHON_NOT_FOUND, TIMEOUT as SMOKE_TIMEOUT,
-    };
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
@@ -50,12 +47,9 @@ pub mod codes {
     ];
 }
 
-/// Image and container labels envbuild sets (and filters on). The image labels are the ones
-/// the rendered Dockerfile writes (`render::LABEL_*`), so both sides read the same keys.
+/// Container labels envbuild sets (and filters on). The image labels are the ones the rendered
+/// Dockerfile writes: `core::render::LABEL_*`.
 pub mod labels {
-    pub use crate::core::render::{
-        LABEL_LOCK_SHA256 as LOCK_SHA256, LABEL_LOCK_SUMMARY as SUMMARY, LABEL_VARIANT as VARIANT,
-    };
     /// On every smoke-test container, so leftovers can be found with a label filter.
     pub const SMOKE: &str = "dev.envbuild.smoke";
     /// The per-run id on smoke-test containers.
@@ -139,64 +133,6 @@ pub async fn connect() -> Result<Engine, Failure> {
     }
 }
 
-/// The OCI runtimes the engine has registered (`runc`, `nvidia`, ...), sorted. Only a hint:
-/// whether `--gpus` works is only known by starting a container with the request.
-pub async fn runtimes(engine: &Engine) -> Result<Vec<String>, Failure> {
-    let info = engine
-        .docker
-        .info()
-        .await
-        .map_err(|e| engine_error("cannot read the engine's info", &e))?;
-    let mut names: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
-    names.sort();
-    Ok(names)
-}
-
-/// An engine call failed in a way envbuild has no specific advice for.
-pub(crate) fn engine_error(what: &str, err: &bollard::errors::Error) -> Failure {
-    Failure::one(
-        Diagnostic::error(codes::ENGINE_ERROR, format!("{what}: {}", short_error(err)))
-            .with_hint("check the engine's health with `docker info`, and its log"),
-    )
-}
-
-/// The engine's own message where there is one, without bollard's wrapper text.
-pub(crate) fn short_error(err: &bollard::errors::Error) -> String {
-    use bollard::errors::Error as E;
-    match err {
-        E::DockerResponseServerError { message, .. } => message.trim().to_string(),
-        E::DockerStreamError { error } => error.trim().to_string(),
-        other => with_causes(other),
-    }
-}
-
-/// An error and its causes (`client error (Connect): Connection refused (os error 111)`):
-/// the innermost cause is usually the one a person can act on.
-fn with_causes(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
-/// Whether the error is the engine's "no such image/container" answer.
-pub(crate) fn is_not_found(err: &bollard::errors::Error) -> bool {
-    matches!(
-        err,
-        bollard::errors::Error::DockerResponseServerError {
-            status_code: 404,
-            ..
-        }
-    )
-}
-
 /// A new id for one run's containers: unique enough to tell concurrent runs apart.
 pub fn new_run_id() -> String {
     use sha2::{Digest, Sha256};
@@ -205,10 +141,8 @@ pub fn new_run_id() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     let seed = format!("{}-{}", std::process::id(), nanos);
-    hex(&Sha256::digest(seed.as_bytes()))[..16].to_string()
+    crate::core::hash::hex(&Sha256::digest(seed.as_bytes()))[..16].to_string()
 }
-
-pub use crate::core::hash::hex;
 
 /// A tokio runtime for one command. Two worker threads are plenty for one engine connection.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {

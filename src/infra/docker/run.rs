@@ -3,8 +3,11 @@
 //! under a time limit, read its report, and remove it on every path: success, failure,
 //! timeout and interruption. Performs network I/O against the engine.
 
+use super::context::{deterministic_tar, TarFile};
+use super::errors::{image_not_found, no_gpu_runtime, refuses_gpu};
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
+use crate::core::smoke::codes as smoke_codes;
 use crate::core::smoke::{Expectations, Mode, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
 use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use bollard::query_parameters::{
@@ -13,7 +16,7 @@ use bollard::query_parameters::{
 };
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use futures_util::StreamExt;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 /// One smoke-test run.
@@ -104,69 +107,29 @@ pub fn gpu_request() -> DeviceRequest {
 
 /// The tar copied into the container's `/`: script and/or expectations under `/opt/envbuild`.
 fn payload(req: &SmokeRequest) -> Result<Option<Vec<u8>>, Failure> {
-    let mut files: Vec<(&str, Vec<u8>, u32)> = Vec::new();
+    let expectations = match &req.expectations {
+        Some(exp) => Some(
+            serde_json::to_vec_pretty(exp)
+                .map_err(|e| Failure::bug(format!("cannot serialise expectations: {e}")))?,
+        ),
+        None => None,
+    };
+    let mut files: BTreeMap<&str, TarFile<'_>> = BTreeMap::new();
     if let Some(script) = &req.script {
-        files.push((IMAGE_SCRIPT_PATH, script.clone(), 0o755));
+        files.insert(rel(IMAGE_SCRIPT_PATH), (0o755, script));
     }
-    if let Some(exp) = &req.expectations {
-        let json = serde_json::to_vec_pretty(exp)
-            .map_err(|e| Failure::bug(format!("cannot serialise expectations: {e}")))?;
-        files.push((IMAGE_EXPECT_PATH, json, 0o644));
+    if let Some(json) = &expectations {
+        files.insert(rel(IMAGE_EXPECT_PATH), (0o644, json));
     }
     if files.is_empty() {
         return Ok(None);
     }
-    let mut b = tar::Builder::new(Vec::new());
-    let mut dirs: Vec<String> = Vec::new();
-    for (path, _, _) in &files {
-        let rel = path.trim_start_matches('/');
-        let mut end = 0;
-        while let Some(i) = rel[end..].find('/') {
-            let d = format!("{}/", &rel[..end + i]);
-            if !dirs.contains(&d) {
-                dirs.push(d);
-            }
-            end += i + 1;
-        }
-    }
-    let bug = |e: std::io::Error| Failure::bug(format!("cannot build the smoke payload: {e}"));
-    for d in &dirs {
-        let mut h = tar::Header::new_gnu();
-        h.set_entry_type(tar::EntryType::Directory);
-        h.set_mode(0o755);
-        h.set_size(0);
-        b.append_data(&mut h, d, std::io::empty()).map_err(bug)?;
-    }
-    for (path, bytes, mode) in &files {
-        let mut h = tar::Header::new_gnu();
-        h.set_mode(*mode);
-        h.set_size(bytes.len() as u64);
-        b.append_data(&mut h, path.trim_start_matches('/'), bytes.as_slice())
-            .map_err(bug)?;
-    }
-    b.into_inner().map(Some).map_err(bug)
+    deterministic_tar(&files, "the smoke payload").map(Some)
 }
 
-fn no_gpu_runtime(host: &str, msg: &str) -> Failure {
-    Failure::one(
-        Diagnostic::error(
-            codes::NO_GPU_RUNTIME,
-            format!("the engine at `{host}` cannot give a container a GPU: {msg}"),
-        )
-        .with_hint(
-            "install the NVIDIA Container Toolkit on the engine's host and run \
-             `nvidia-ctk runtime configure --runtime=docker` then restart dockerd; on GPU-less \
-             CI use `--gpus none`",
-        ),
-    )
-}
-
-fn looks_like_no_gpu(msg: &str) -> bool {
-    let m = msg.to_ascii_lowercase();
-    m.contains("could not select device driver")
-        || m.contains("nvidia-container-cli")
-        || m.contains("unknown or invalid runtime")
-        || m.contains("unresolvable cdi devices")
+/// An absolute path in the image as a tar entry name (relative to `/`).
+fn rel(path: &str) -> &str {
+    path.trim_start_matches('/')
 }
 
 /// The ids of every container (running or not) carrying `key=value`.
@@ -177,17 +140,6 @@ pub async fn containers_with_label(engine: &Engine, label: &str) -> Result<Vec<S
         .all(true)
         .filters(&filters)
         .build();
-    let list = engine
-        .docker
-        .list_containers(Some(opts))
-        .await
-        .map_err(|e| engine_error("cannot list containers", &e))?;
-    Ok(list.into_iter().filter_map(|c| c.id).collect())
-}
-
-/// The ids of every container on the engine (running or not).
-pub async fn all_containers(engine: &Engine) -> Result<Vec<String>, Failure> {
-    let opts = ListContainersOptionsBuilder::default().all(true).build();
     let list = engine
         .docker
         .list_containers(Some(opts))
@@ -231,7 +183,7 @@ pub async fn run_smoke(
             let tail = stderr_tail_of_run(engine, &req.run_id).await;
             Err(Failure::one(
                 Diagnostic::error(
-                    codes::SMOKE_TIMEOUT,
+                    smoke_codes::TIMEOUT,
                     format!(
                         "the smoke test in `{}` did not finish within {}s{}",
                         req.image,
@@ -345,6 +297,30 @@ async fn run_inner(
     req: &SmokeRequest,
     started: Instant,
 ) -> Result<SmokeOutcome, Failure> {
+    let id = create_container(engine, req).await?;
+    if let Some(tar) = payload(req)? {
+        let opts = UploadToContainerOptionsBuilder::default().path("/").build();
+        engine
+            .docker
+            .upload_to_container(&id, Some(opts), bollard::body_full(tar.into()))
+            .await
+            .map_err(|e| engine_error("cannot copy the smoke test into the container", &e))?;
+    }
+    start_container(engine, req, &id).await?;
+    let exit_code = wait_exit(engine, &id).await?;
+    let (stdout, stderr) = read_logs(engine, &id).await?;
+    let stderr_tail = tail_lines(&stderr);
+    let report = read_report(req, exit_code, &stdout, &stderr, &stderr_tail)?;
+    Ok(SmokeOutcome {
+        report,
+        exit_code,
+        stderr_tail,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Create the labelled smoke container (not started); its id.
+async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String, Failure> {
     let mut container_labels = HashMap::new();
     container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
     container_labels.insert(labels::RUN_ID.to_string(), req.run_id.clone());
@@ -365,76 +341,73 @@ async fn run_inner(
     };
     let name = format!("envbuild-smoke-{}", req.run_id);
     let opts = CreateContainerOptionsBuilder::default().name(&name).build();
-    let created = engine
-        .docker
-        .create_container(Some(opts), body)
-        .await
-        .map_err(|e| {
-            if is_not_found(&e) {
-                Failure::one(
-                    Diagnostic::error(
-                        codes::IMAGE_NOT_FOUND,
-                        format!("image `{}` is not present on the engine at `{}`", req.image, engine.host),
-                    )
-                    .with_hint("build it with `envbuild image SPEC`, or load it (`docker load -i image.tar`)"),
-                )
-            } else if looks_like_no_gpu(&short_error(&e)) {
-                no_gpu_runtime(&engine.host, &short_error(&e))
-            } else {
-                engine_error("cannot create the smoke container", &e)
-            }
-        })?;
-    let id = created.id;
-
-    if let Some(tar) = payload(req)? {
-        let opts = UploadToContainerOptionsBuilder::default().path("/").build();
-        engine
-            .docker
-            .upload_to_container(&id, Some(opts), bollard::body_full(tar.into()))
-            .await
-            .map_err(|e| engine_error("cannot copy the smoke test into the container", &e))?;
-    }
-
-    engine
-        .docker
-        .start_container(&id, None::<bollard::query_parameters::StartContainerOptions>)
-        .await
-        .map_err(|e| {
-            let msg = short_error(&e);
-            if looks_like_no_gpu(&msg) {
-                no_gpu_runtime(&engine.host, &msg)
-            } else if msg.contains("executable file not found") {
-                Failure::one(
-                    Diagnostic::error(
-                        codes::SMOKE_PYTHON_NOT_FOUND,
-                        format!("the smoke test cannot run in `{}`: the image has no `python3` on its PATH", req.image),
-                    )
-                    .with_hint("the smoke test runs the image's own Python: install python3 in the image (or use a base that has it)"),
-                )
-            } else {
-                engine_error("cannot start the smoke container", &e)
-            }
-        })?;
-
-    let mut wait = engine.docker.wait_container(&id, None);
-    let exit_code = match wait.next().await {
-        Some(Ok(r)) => r.status_code,
-        // bollard reports a non-zero exit as an error carrying the code.
-        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
-        Some(Err(e)) => return Err(engine_error("waiting for the smoke container failed", &e)),
-        None => {
-            return Err(Failure::one(Diagnostic::error(
-                codes::ENGINE_ERROR,
-                "the engine closed the wait for the smoke container without an exit status",
-            )))
+    match engine.docker.create_container(Some(opts), body).await {
+        Ok(created) => Ok(created.id),
+        Err(e) if is_not_found(&e) => Err(image_not_found(&req.image, &engine.host)),
+        Err(e) if refuses_gpu(&short_error(&e)) => {
+            Err(no_gpu_runtime(&engine.host, &short_error(&e)))
         }
+        Err(e) => Err(engine_error("cannot create the smoke container", &e)),
+    }
+}
+
+async fn start_container(engine: &Engine, req: &SmokeRequest, id: &str) -> Result<(), Failure> {
+    let Err(e) = engine
+        .docker
+        .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
+        .await
+    else {
+        return Ok(());
     };
-    let (stdout, stderr) = read_logs(engine, &id).await?;
-    let stderr_tail = tail_lines(&stderr);
+    let msg = short_error(&e);
+    Err(if refuses_gpu(&msg) {
+        no_gpu_runtime(&engine.host, &msg)
+    } else if msg.contains("executable file not found") {
+        Failure::one(
+            Diagnostic::error(
+                smoke_codes::PYTHON_NOT_FOUND,
+                format!(
+                    "the smoke test cannot run in `{}`: the image has no `python3` on its PATH",
+                    req.image
+                ),
+            )
+            .with_hint(
+                "the smoke test runs the image's own Python: install python3 in the image (or \
+                 use a base that has it)",
+            ),
+        )
+    } else {
+        engine_error("cannot start the smoke container", &e)
+    })
+}
+
+/// Wait for the container to end; its exit status.
+async fn wait_exit(engine: &Engine, id: &str) -> Result<i64, Failure> {
+    let mut wait = engine.docker.wait_container(id, None);
+    match wait.next().await {
+        Some(Ok(r)) => Ok(r.status_code),
+        // bollard reports a non-zero exit as an error carrying the code.
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Ok(code),
+        Some(Err(e)) => Err(engine_error("waiting for the smoke container failed", &e)),
+        None => Err(Failure::one(Diagnostic::error(
+            codes::ENGINE_ERROR,
+            "the engine closed the wait for the smoke container without an exit status",
+        ))),
+    }
+}
+
+/// The report in what the container printed, or why there is none.
+fn read_report(
+    req: &SmokeRequest,
+    exit_code: i64,
+    stdout: &str,
+    stderr: &str,
+    stderr_tail: &str,
+) -> Result<SmokeReport, Failure> {
     if exit_code == 127 && stdout.trim().is_empty() {
         return Err(Failure::one(
             Diagnostic::error(
-                codes::SMOKE_PYTHON_NOT_FOUND,
+                smoke_codes::PYTHON_NOT_FOUND,
                 format!(
                     "the smoke test cannot run in `{}`: `python3` was not found (exit 127){}",
                     req.image,
@@ -450,17 +423,11 @@ async fn run_inner(
     }
     // The same parser as `envbuild smoke`: one schema-1 document, verdict and exit code agreeing.
     let code = i32::try_from(exit_code).ok();
-    let report = crate::core::smoke::parse_output(&stdout, &stderr, code).map_err(|mut f| {
+    crate::core::smoke::parse_output(stdout, stderr, code).map_err(|mut f| {
         for d in &mut f.diagnostics {
             d.message = format!("in `{}`: {}", req.image, d.message);
         }
         f
-    })?;
-    Ok(SmokeOutcome {
-        report,
-        exit_code,
-        stderr_tail,
-        elapsed: started.elapsed(),
     })
 }
 
@@ -481,14 +448,6 @@ mod tests {
         let r = gpu_request();
         assert_eq!(r.count, Some(-1));
         assert_eq!(r.capabilities, Some(vec![vec!["gpu".to_string()]]));
-    }
-
-    #[test]
-    fn no_gpu_messages_are_recognised() {
-        assert!(looks_like_no_gpu(
-            "could not select device driver \"\" with capabilities: [[gpu]]"
-        ));
-        assert!(!looks_like_no_gpu("no such image"));
     }
 
     #[test]

@@ -1,0 +1,418 @@
+//! `image`: check the lock, render the image's files in memory (plus the lock's `[image]
+//! wheels` directory), build each variant through the engine from a deterministic context, and
+//! smoke-test each image, reusing a passing verdict for an unchanged image on the same engine.
+//! Performs I/O (files, the engine, the verdict cache); prints nothing: progress goes to the
+//! caller as [`ImageEvent`]s, results come back as values.
+//!
+//! The engine half starts at [`run`] / [`build_and_test`], which take already-rendered files;
+//! [`check_lock`] and [`rendered_image`] get those from the spec, lock and renderer.
+
+use super::lock::{lock, LockOutcome, LockRequest};
+use super::test::{smoke, SmokeResult, SmokeSettings};
+use crate::core::compat::Table;
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::lock::Lock;
+use crate::core::smoke::Expectations;
+use crate::core::smoke::Mode;
+use crate::infra::docker::build::{build, BuildEvent, BuildOutcome, BuildRequest};
+use crate::infra::docker::run::{self as drun, Interrupt, SmokeOutcome};
+use crate::infra::docker::{self, codes, Engine};
+use crate::infra::verdict_cache::{self, StoredVerdict, VerdictKey};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the rendered expectations sit among the rendered files.
+pub const RENDERED_EXPECT: &str = "envbuild/expect.json";
+
+/// The hint of a missing or stale lock, for `image`.
+const LOCK_FIX: &str = "run `envbuild lock SPEC` and commit the lock, or pass --update-lock";
+
+/// What the core hands to the engine half: the rendered files and the lock's identity.
+#[derive(Debug, Clone)]
+pub struct RenderedImage {
+    /// Rendered files by relative path: `Dockerfile` (stages `runtime` and `dev`),
+    /// `environment.yml`/`requirements.txt`, `envbuild/envbuild_smoke.py`,
+    /// `envbuild/expect.json`, ... Only what the Dockerfile copies is sent to the engine.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Which file is the Dockerfile (normally `Dockerfile`).
+    pub dockerfile: String,
+    /// Image repository name (`[image] name`).
+    pub image_name: String,
+    /// The lock's sha256 (64 hex).
+    pub lock_hash: String,
+    /// Compact JSON summary of the lock, for the `dev.envbuild.lock-summary` label.
+    pub lock_summary: String,
+}
+
+/// What to build and how to test it.
+#[derive(Debug, Clone)]
+pub struct ImageOptions {
+    /// Dockerfile targets to build, in order (`runtime`, `dev`).
+    pub variants: Vec<String>,
+    pub tags: Vec<String>,
+    pub rebuild: bool,
+    pub retest: bool,
+    pub smoke: SmokeSettings,
+    /// Where passing verdicts are remembered (`None`: never reuse one).
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Progress, in the order it happens.
+#[derive(Debug)]
+pub enum ImageEvent<'a> {
+    /// The build of `variant` begins.
+    BuildStarted { variant: &'a str },
+    /// Progress of the build of `variant`.
+    Build { variant: &'a str, event: BuildEvent },
+    /// The build of `variant` ended; `None` when it failed or was interrupted.
+    BuildFinished {
+        variant: &'a str,
+        outcome: Option<&'a BuildOutcome>,
+    },
+    /// The image of `variant` passed before on this engine: its verdict is reused.
+    SmokeReused { variant: &'a str, tag: &'a str },
+    /// The smoke test of `variant` begins in a container from `tag`.
+    SmokeStarted {
+        variant: &'a str,
+        tag: &'a str,
+        mode: Mode,
+    },
+}
+
+/// What [`build_and_test`] did.
+pub struct ImageRun {
+    /// (variant, build outcome) in build order.
+    pub builds: Vec<(String, BuildOutcome)>,
+    pub smokes: Vec<SmokeResult>,
+}
+
+/// The lock, checked like `envbuild lock --locked` (or rewritten with `update_lock`).
+#[derive(Debug)]
+pub struct LockCheck {
+    /// `None`: the spec or the lock has problems (among `diagnostics`).
+    pub lock: Option<Lock>,
+    /// Every diagnostic, warnings included.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Resolve the spec and check its lock on disk (or write it, with `update_lock`).
+pub fn check_lock(table: &Table, spec: &Path, update_lock: bool) -> Result<LockCheck, Failure> {
+    let req = LockRequest {
+        spec,
+        out: None,
+        locked: !update_lock,
+    };
+    Ok(match lock(table, &req)? {
+        LockOutcome::Refused { mut diagnostics } => {
+            for d in &mut diagnostics {
+                if [super::codes::LOCK_MISSING, super::codes::LOCK_STALE].contains(&d.code) {
+                    d.hint = Some(LOCK_FIX.to_string());
+                }
+            }
+            LockCheck {
+                lock: None,
+                diagnostics,
+            }
+        }
+        LockOutcome::Current {
+            lock, diagnostics, ..
+        }
+        | LockOutcome::Written {
+            lock, diagnostics, ..
+        } => LockCheck {
+            lock: Some(*lock),
+            diagnostics,
+        },
+    })
+}
+
+/// The image of `lock`, rendered in memory for `variants`, with the lock's `[image] wheels`
+/// directory read from beside `spec`. `templates` overrides the embedded templates.
+pub fn rendered_image(
+    lock: &Lock,
+    variants: &[String],
+    templates: Option<&Path>,
+    spec: &Path,
+) -> Result<RenderedImage, Failure> {
+    let lock_hash = lock
+        .hash()
+        .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
+    for v in variants {
+        if !lock.image.variants.iter().any(|lv| lv.as_str() == v) {
+            return Err(Failure::usage(
+                format!(
+                    "the lock has no `{v}` variant (it has: {})",
+                    lock.image
+                        .variants
+                        .iter()
+                        .map(|v| v.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Some("add it to the spec's `[image] variants`, or pick another --variant".into()),
+            ));
+        }
+    }
+    let spec_dir = spec
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Ok(RenderedImage {
+        files: render_files(lock, templates, spec_dir)?,
+        dockerfile: "Dockerfile".into(),
+        image_name: image_name(&lock.name),
+        lock_hash,
+        lock_summary: lock.summary_json(),
+    })
+}
+
+/// The image repository: `envbuild/<name as a DNS label>`, the name the rendered run snippets
+/// use (`render::image_tag`).
+pub fn image_name(name: &str) -> String {
+    format!("envbuild/{}", crate::core::render::dns_label(name))
+}
+
+/// The files of the image, rendered in memory from the lock, plus the lock's `[image] wheels`
+/// directory (read from beside the spec). Run snippets are left out: the build needs none.
+fn render_files(
+    lock: &Lock,
+    templates: Option<&Path>,
+    spec_dir: &Path,
+) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
+    let rendered = super::render::render_with(lock, templates)?;
+    let mut files: BTreeMap<String, Vec<u8>> = rendered
+        .context_files()
+        .map(|(p, b)| (p.to_string(), b.to_vec()))
+        .collect();
+    for dir in crate::core::render::extra_context_dirs(lock) {
+        add_dir(&spec_dir.join(&dir), &dir, &mut files)?;
+    }
+    Ok(files)
+}
+
+/// Add the regular files under `root` as `prefix/...` (links are not followed).
+fn add_dir(
+    root: &Path,
+    prefix: &str,
+    files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), Failure> {
+    let entries = std::fs::read_dir(root).map_err(|e| Failure::io(root, &e))?;
+    let entries: Vec<std::fs::DirEntry> = entries
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::io(root, &e))?;
+    for entry in entries {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let rel = format!("{}/{name}", prefix.trim_end_matches('/'));
+        let kind = entry.file_type().map_err(|e| Failure::io(&path, &e))?;
+        if kind.is_dir() {
+            add_dir(&path, &rel, files)?;
+        } else if kind.is_file() {
+            let bytes = std::fs::read(&path).map_err(|e| Failure::io(&path, &e))?;
+            files.insert(rel, bytes);
+        }
+    }
+    Ok(())
+}
+
+/// Connect to the engine and [`build_and_test`], stopping cleanly on SIGINT/SIGTERM.
+///
+/// The outer `Err`: nothing was attempted (no async runtime, no signal handlers, no engine).
+/// The inner `Err`: a build failed or the run was interrupted, which the caller still reports
+/// (JSON, JUnit) as the run's verdict.
+pub fn run(
+    rendered: &RenderedImage,
+    opts: &ImageOptions,
+    on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+) -> Result<Result<ImageRun, Failure>, Failure> {
+    let rt = docker::runtime()?;
+    rt.block_on(async move {
+        let interrupt = drun::install_interrupt()?;
+        let engine = tokio::select! {
+            e = docker::connect() => e?,
+            _ = interrupt.clone() => return Err(drun::interrupted("connecting to the engine")),
+        };
+        Ok(build_and_test(&engine, rendered, opts, interrupt, on_event).await)
+    })
+}
+
+fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -> BuildRequest {
+    // The rendered Dockerfile sets the OCI labels itself; envbuild's own are added by `build`
+    // only where a Dockerfile lacks them.
+    let extra_labels = BTreeMap::new();
+    // One `--tag` cannot name two images: the dev variant gets it with a `-dev` suffix.
+    let extra_tags = opts
+        .tags
+        .iter()
+        .map(|t| {
+            if opts.variants.len() > 1 && variant != opts.variants[0] {
+                format!("{t}-{variant}")
+            } else {
+                t.clone()
+            }
+        })
+        .collect();
+    BuildRequest {
+        files: rendered.files.clone(),
+        dockerfile: rendered.dockerfile.clone(),
+        target: variant.to_string(),
+        image_name: rendered.image_name.clone(),
+        variant: variant.to_string(),
+        lock_hash: rendered.lock_hash.clone(),
+        summary: rendered.lock_summary.clone(),
+        extra_tags,
+        extra_labels,
+        rebuild: opts.rebuild,
+    }
+}
+
+/// Build every requested variant, then smoke-test each image (reusing a passing verdict for an
+/// unchanged image on the same engine unless `retest`). Build errors and an interruption stop
+/// at once; a failing smoke test is a result.
+pub async fn build_and_test(
+    engine: &Engine,
+    rendered: &RenderedImage,
+    opts: &ImageOptions,
+    interrupt: Interrupt,
+    on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+) -> Result<ImageRun, Failure> {
+    let expectations: Option<Expectations> = match rendered.files.get(RENDERED_EXPECT) {
+        Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
+            Failure::bug(format!(
+                "the rendered `{RENDERED_EXPECT}` is not valid: {e}"
+            ))
+        })?),
+        None => None,
+    };
+    let mut builds = Vec::new();
+    for variant in &opts.variants {
+        let req = build_request(rendered, opts, variant);
+        on_event(ImageEvent::BuildStarted { variant });
+        let outcome = {
+            let mut on_build = |event| on_event(ImageEvent::Build { variant, event });
+            tokio::select! {
+                r = build(engine, &req, &mut on_build) => r,
+                // Dropping the build closes the connection; the engine then stops the build and
+                // (forcerm) removes its intermediate containers.
+                _ = interrupt.clone() => Err(drun::interrupted(&format!("the `{variant}` build"))),
+            }
+        };
+        on_event(ImageEvent::BuildFinished {
+            variant,
+            outcome: outcome.as_ref().ok(),
+        });
+        builds.push((variant.clone(), outcome?));
+    }
+    let mut smokes = Vec::new();
+    for (variant, b) in &builds {
+        let test = ImageTest {
+            engine,
+            variant,
+            build: b,
+            expectations: expectations.as_ref(),
+            opts,
+        };
+        smokes.push(test.run(interrupt.clone(), on_event).await?);
+    }
+    Ok(ImageRun { builds, smokes })
+}
+
+/// The smoke test of one built variant.
+struct ImageTest<'a> {
+    engine: &'a Engine,
+    variant: &'a str,
+    build: &'a BuildOutcome,
+    expectations: Option<&'a Expectations>,
+    opts: &'a ImageOptions,
+}
+
+impl ImageTest<'_> {
+    /// Test the image, or reuse its passing verdict. `Err` only for an interruption, which
+    /// ends the whole run at once.
+    async fn run(
+        &self,
+        interrupt: Interrupt,
+        on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+    ) -> Result<SmokeResult, Failure> {
+        let (variant, tag) = (self.variant, self.build.tags[0].as_str());
+        let key = self.verdict_key();
+        if let Some(reused) = self.reusable(&key) {
+            on_event(ImageEvent::SmokeReused { variant, tag });
+            return Ok(SmokeResult {
+                name: tag.to_string(),
+                outcome: Ok(reused),
+                reused: true,
+            });
+        }
+        let smoke_settings = &self.opts.smoke;
+        on_event(ImageEvent::SmokeStarted {
+            variant,
+            tag,
+            mode: smoke_settings.mode(),
+        });
+        let expectations = self.expectations.cloned();
+        let image = &self.build.image_id;
+        let outcome = smoke(self.engine, image, expectations, smoke_settings, interrupt).await;
+        if let (Ok(o), Some(dir)) = (&outcome, self.opts.cache_dir.as_deref()) {
+            if o.report.passed(o.exit_code) {
+                let verdict = StoredVerdict {
+                    exit_code: o.exit_code,
+                    report: o.report.clone(),
+                };
+                // A cache that cannot be written only costs a rerun next time.
+                let _ = verdict_cache::store(dir, &key, &verdict);
+            }
+        }
+        if let Err(f) = &outcome {
+            if f.diagnostics.iter().any(|d| d.code == codes::INTERRUPTED) {
+                return Err(f.clone());
+            }
+        }
+        Ok(SmokeResult {
+            name: tag.to_string(),
+            outcome,
+            reused: false,
+        })
+    }
+
+    fn verdict_key(&self) -> String {
+        VerdictKey {
+            engine_host: &self.engine.host,
+            image_id: &self.build.image_id,
+            mode: self.opts.smoke.mode().as_str(),
+            expectations: self.expectations,
+            shm_bytes: self.opts.smoke.shm_bytes,
+        }
+        .digest()
+    }
+
+    /// A passing verdict remembered for this very image, when the build was skipped and
+    /// `--retest` was not asked for.
+    fn reusable(&self, key: &str) -> Option<SmokeOutcome> {
+        if !self.build.skipped || self.opts.retest {
+            return None;
+        }
+        let v = verdict_cache::load(self.opts.cache_dir.as_deref()?, key)?;
+        v.report.passed(v.exit_code).then_some(SmokeOutcome {
+            report: v.report,
+            exit_code: v.exit_code,
+            stderr_tail: String::new(),
+            elapsed: Duration::ZERO,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_names_match_the_run_snippets() {
+        assert_eq!(image_name("Torch GPU env"), "envbuild/torch-gpu-env");
+        assert!(crate::infra::docker::build::valid_tag(&format!(
+            "{}:runtime-0123456789ab",
+            image_name("!!!")
+        )));
+    }
+}

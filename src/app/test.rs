@@ -1,0 +1,132 @@
+//! `test`: run the embedded smoke test in a container from an image the engine has, optionally
+//! against a lock's (or an expectations file's) expectations; also the smoke run that `image`
+//! shares (settings, one image's result). Performs I/O (files, the
+//! engine); prints nothing.
+
+use crate::core::diag::Failure;
+use crate::core::render::LABEL_LOCK_SHA256;
+use crate::core::smoke::{Expectations, Mode};
+use crate::infra::docker::errors::image_not_found;
+use crate::infra::docker::run::{run_smoke, Interrupt, SmokeOutcome, SmokeRequest};
+use crate::infra::docker::{self, images, run, Engine};
+use std::path::Path;
+use std::time::Duration;
+
+/// How the smoke container runs.
+#[derive(Debug, Clone)]
+pub struct SmokeSettings {
+    pub gpus: bool,
+    pub timeout: Duration,
+    pub shm_bytes: u64,
+    pub run_id: String,
+}
+
+impl SmokeSettings {
+    pub fn mode(&self) -> Mode {
+        Mode::from_gpus(self.gpus)
+    }
+}
+
+/// One image's smoke result, kept for the summary.
+pub struct SmokeResult {
+    /// The suite name: the image's tag.
+    pub name: String,
+    pub outcome: Result<SmokeOutcome, Failure>,
+    /// The verdict was reused from an earlier run on the same image and engine.
+    pub reused: bool,
+}
+
+impl SmokeResult {
+    /// `SmokeReport::passed` for a run that may have ended without a report (which fails).
+    pub fn passed(&self) -> bool {
+        matches!(&self.outcome, Ok(o) if o.report.passed(o.exit_code))
+    }
+}
+
+/// Run the embedded script against `image`. `expectations: None` uses the image's own file.
+pub async fn smoke(
+    engine: &Engine,
+    image: &str,
+    expectations: Option<Expectations>,
+    settings: &SmokeSettings,
+    interrupt: Interrupt,
+) -> Result<SmokeOutcome, Failure> {
+    let need = expectations
+        .as_ref()
+        .and_then(|e| e.min_shm_bytes)
+        .unwrap_or(0);
+    let shm = settings.shm_bytes.max(need).min(i64::MAX as u64) as i64;
+    let req = SmokeRequest {
+        image: image.to_string(),
+        expectations,
+        script: Some(crate::core::smoke::SCRIPT.as_bytes().to_vec()),
+        mode: settings.mode(),
+        gpus: settings.gpus,
+        shm_bytes: shm,
+        timeout: settings.timeout,
+        run_id: settings.run_id.clone(),
+    };
+    run_smoke(engine, &req, interrupt).await
+}
+
+/// What `test` was asked for.
+#[derive(Debug, Clone)]
+pub struct TestRequest<'a> {
+    pub image: &'a str,
+    /// Take the expectations from this lock (wins over `expect`).
+    pub lock: Option<&'a Path>,
+    /// Take the expectations from this `expect.json`.
+    pub expect: Option<&'a Path>,
+    pub settings: SmokeSettings,
+}
+
+/// Read a lock file and map it to the smoke test's expectations.
+fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure> {
+    let lock = super::read_lock(path)?;
+    Ok(crate::core::expect::expectations_from_lock(&lock))
+}
+
+/// Smoke-test one image. `Err`: the run could not begin (an expectations file, the async
+/// runtime, the signal handlers); anything after that, from reaching the engine to the verdict,
+/// is the result's `outcome`, so that it is reported like a verdict.
+pub fn test(req: &TestRequest<'_>) -> Result<SmokeResult, Failure> {
+    let expectations = match (req.lock, req.expect) {
+        (Some(lock), _) => Some(expectations_from_lock_file(lock)?),
+        (None, Some(path)) => Some(super::read_expectations(path)?),
+        (None, None) => None,
+    };
+    let rt = docker::runtime()?;
+    rt.block_on(async move {
+        let interrupt = run::install_interrupt()?;
+        let outcome = async {
+            let engine = tokio::select! {
+                e = docker::connect() => e?,
+                _ = interrupt.clone() => return Err(run::interrupted("connecting to the engine")),
+            };
+            let info = images::inspect(&engine, req.image)
+                .await?
+                .ok_or_else(|| image_not_found(req.image, &engine.host))?;
+            // An envbuild image carries its lock's expectations; any other image is only
+            // reported on unless expectations are given.
+            let expectations = match expectations {
+                Some(e) => Some(e),
+                None if info.labels.contains_key(LABEL_LOCK_SHA256) => None,
+                None => Some(Expectations::default()),
+            };
+            smoke(
+                &engine,
+                req.image,
+                expectations,
+                &req.settings,
+                interrupt.clone(),
+            )
+            .await
+        }
+        .await;
+        Ok(SmokeResult {
+            name: req.image.to_string(),
+            outcome,
+            reused: false,
+        })
+    })
+}
