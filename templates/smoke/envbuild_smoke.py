@@ -17,13 +17,20 @@
 # Probe overrides, for tests only (each "0" or "1"): ENVBUILD_SMOKE_LIBCUDA (libcuda.so.1
 # loadable), ENVBUILD_SMOKE_DEV_NODES (/dev/nvidia* present), ENVBUILD_SMOKE_IN_CONTAINER.
 #
+# Every GPU check runs in a worker thread with its own time limit, so one hung call (a stuck
+# GPU, driver or NCCL) is reported by name while the other checks still report; the JSON
+# always comes out.
+#
 # Inputs are only ever parsed as JSON and compared as strings; nothing is evaluated.
+# Python 3.7 compatible: it runs in old images.
 
 import json
 import math
 import os
 import platform
+import re
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -33,32 +40,53 @@ START = time.perf_counter()
 
 # Nominal dense peaks (vendor datasheet figures, no sparsity), used only to say "far below
 # peak". Keys are matched as consecutive words of the device name, most specific first.
-# Fields: bf16 TFLOP/s (fp16 where the GPU has no bf16), tf32 TFLOP/s (fp32 where it has no
-# tf32), host link GB/s (PCIe x16 nominal: gen3 16, gen4 32, gen5 64).
+# Fields: bf16 TFLOP/s (fp16 where the GPU has no native bf16), tf32 TFLOP/s (fp32 where it has
+# no tf32), host link GB/s (PCIe x16 nominal: gen3 16, gen4 32, gen5 64), and the full GPU's SM
+# count, which tells a MIG slice (fewer SMs) from the whole GPU.
 NOMINAL_PEAKS = [
-    ("H100 PCIE", {"bf16": 756.0, "tf32": 378.0, "h2d": 64.0}),
-    ("H100 NVL", {"bf16": 835.0, "tf32": 418.0, "h2d": 64.0}),
-    ("H100", {"bf16": 989.0, "tf32": 494.0, "h2d": 64.0}),
-    ("H200", {"bf16": 989.0, "tf32": 494.0, "h2d": 64.0}),
-    ("B200", {"bf16": 2250.0, "tf32": 1100.0, "h2d": 64.0}),
-    ("A100", {"bf16": 312.0, "tf32": 156.0, "h2d": 32.0}),
-    ("A10G", {"bf16": 70.0, "tf32": 35.0, "h2d": 32.0}),
-    ("A10", {"bf16": 125.0, "tf32": 62.5, "h2d": 32.0}),
-    ("L40S", {"bf16": 362.0, "tf32": 183.0, "h2d": 32.0}),
-    ("L40", {"bf16": 181.0, "tf32": 90.5, "h2d": 32.0}),
-    ("L4", {"bf16": 121.0, "tf32": 60.0, "h2d": 32.0}),
-    ("T4", {"bf16": 65.0, "tf32": 8.1, "h2d": 16.0}),
-    ("V100", {"bf16": 125.0, "tf32": 15.7, "h2d": 16.0}),
+    ("H100 PCIE", {"bf16": 756.0, "tf32": 378.0, "h2d": 64.0, "sms": 114}),
+    ("H100 NVL", {"bf16": 835.0, "tf32": 418.0, "h2d": 64.0, "sms": 132}),
+    ("H100", {"bf16": 989.0, "tf32": 494.0, "h2d": 64.0, "sms": 132}),
+    ("H200", {"bf16": 989.0, "tf32": 494.0, "h2d": 64.0, "sms": 132}),
+    ("B200", {"bf16": 2250.0, "tf32": 1100.0, "h2d": 64.0, "sms": 148}),
+    ("A100", {"bf16": 312.0, "tf32": 156.0, "h2d": 32.0, "sms": 108}),
+    ("A10G", {"bf16": 70.0, "tf32": 35.0, "h2d": 32.0, "sms": 80}),
+    ("A10", {"bf16": 125.0, "tf32": 62.5, "h2d": 32.0, "sms": 72}),
+    ("L40S", {"bf16": 362.0, "tf32": 183.0, "h2d": 32.0, "sms": 142}),
+    ("L40", {"bf16": 181.0, "tf32": 90.5, "h2d": 32.0, "sms": 142}),
+    ("L4", {"bf16": 121.0, "tf32": 60.0, "h2d": 32.0, "sms": 58}),
+    ("T4", {"bf16": 65.0, "tf32": 8.1, "h2d": 16.0, "sms": 40}),
+    ("V100", {"bf16": 125.0, "tf32": 15.7, "h2d": 16.0, "sms": 80}),
 ]
 # Below these fractions of the nominal peak a figure is reported as a warning.
 TFLOPS_WARN_FRACTION = 0.3
 H2D_WARN_FRACTION = 0.5
+# A MIG profile `Ng.XXgb` owns N of the GPU's 7 compute slices (A100, H100, H200, B200); used
+# only when the device does not report its SM count.
+MIG_SLICES = 7
 # Docker's default /dev/shm is 64 MiB, which DataLoader workers (num_workers > 0) exhaust.
 DEFAULT_MIN_SHM_BYTES = 1 << 30
 # Probe sizes: a 4096^2 matmul is 137 GFLOP, large enough to reach the tensor cores' rate;
-# 64 MiB copies amortise the launch cost. Each probe runs about 0.3-0.4 s.
+# 64 MiB copies amortise the launch cost.
 THROUGHPUT_N = 4096
 COPY_BYTES = 64 << 20
+# Each probe is warmed up (cuBLAS handles, heuristics, clocks), then timed with CUDA events
+# over at least MIN_TIMED_S of GPU work: a handful of milliseconds is mostly launch latency
+# and clock ramp-up. The call count grows until the work lasts that long.
+WARMUP_CALLS = 3
+MIN_TIMED_S = 0.2
+MAX_TIMED_CALLS = 100000
+# Native bf16 arrived with compute capability 8.0 (Ampere); torch.cuda.is_bf16_supported() is
+# also true on V100/T4, where bf16 is emulated and far from the tensor-core (fp16) peak.
+NATIVE_BF16_MAJOR = 8
+# Time limits for the GPU checks (the expectations may set both): each check, and each GPU's
+# part of a per-GPU check, gets CHECK_TIMEOUT_S; all checks end by BUDGET_S after the script
+# started, under envbuild's default --timeout of 300 s, so a report always comes out first.
+DEFAULT_CHECK_TIMEOUT_S = 60.0
+DEFAULT_BUDGET_S = 240.0
+# Names of the checks whose worker thread never returned: the script then leaves with
+# os._exit, since a thread stuck in a CUDA call can block the interpreter's exit.
+HUNG = []
 
 
 class UsageError(Exception):
@@ -116,17 +144,25 @@ def error_text(exc):
     return one_line("%s: %s" % (type(exc).__name__, exc))
 
 
+def error_code(exc):
+    return "ARCH_MISSING" if "no kernel image" in str(exc) else "CHECK_ERROR"
+
+
+def record_error(report, name, exc, required):
+    """An exception from a check becomes a failed (optional: warning) check with its text."""
+    status = "fail" if required else "warn"
+    # The check may have reported before it broke: keep names unique.
+    if any(c["name"] == name for c in report.checks):
+        name += "_error"
+    report.add(name, status, error_code(exc), error_text(exc), required)
+
+
 def guarded(report, name, fn, *args, required=True):
     """Run one check; an exception becomes a failed check with its text, never a traceback."""
     try:
         return fn(*args)
     except Exception as exc:  # noqa: BLE001 - every error must end up in the JSON
-        code = "ARCH_MISSING" if "no kernel image" in str(exc) else "CHECK_ERROR"
-        status = "fail" if required else "warn"
-        # The check may have reported before it broke: keep names unique.
-        if any(c["name"] == name for c in report.checks):
-            name += "_error"
-        report.add(name, status, code, error_text(exc), required)
+        record_error(report, name, exc, required)
         return None
 
 
@@ -182,7 +218,42 @@ def load_expectations(path):
     shm = data.get("min_shm_bytes")
     if shm is not None and (not isinstance(shm, int) or isinstance(shm, bool) or shm < 0):
         raise UsageError("expectation 'min_shm_bytes' must be a non-negative integer")
+    targets = data.get("target_ccs")
+    if targets is not None and (not isinstance(targets, list)
+                                or not all(parse_cc(t) for t in targets)):
+        raise UsageError("expectation 'target_ccs' must be a list of compute capabilities "
+                         "such as \"9.0\"")
+    unsure = data.get("unconfirmed")
+    if unsure is not None and not (
+            (isinstance(unsure, list) and all(isinstance(k, str) for k in unsure))
+            or (isinstance(unsure, dict) and all(isinstance(v, bool) for v in unsure.values()))):
+        raise UsageError("expectation 'unconfirmed' must list expectation keys (or map them "
+                         "to true/false)")
+    for key in ("check_timeout_s", "budget_s"):
+        limit = data.get(key)
+        if limit is not None and (not isinstance(limit, (int, float)) or isinstance(limit, bool)
+                                  or not limit > 0 or not math.isfinite(limit)):
+            raise UsageError("expectation %r must be a positive number of seconds" % key)
     return data
+
+
+def parse_cc(text):
+    """`9.0` or `sm_90` -> (9, 0); anything else -> None."""
+    if not isinstance(text, str):
+        return None
+    match = re.match(r"^(\d{1,2})\.(\d)$", text.strip())
+    if match:
+        return int(match.group(1)), int(match.group(2))
+    parsed = arch_cc(text)
+    return parsed[:2] if parsed and parsed[2] == "sm" else None
+
+
+def unconfirmed(expect, key):
+    """Whether the lock marks the fact `key` (an expectation key, `ptx` for the PTX entries of
+    the arch list, `package:NAME`) unconfirmed: its failing comparison is then a warning."""
+    unsure = expect.get("unconfirmed") or []
+    keys = [k for k, v in unsure.items() if v] if isinstance(unsure, dict) else unsure
+    return key in keys
 
 
 # ---------------------------------------------------------------- version helpers
@@ -218,11 +289,19 @@ def version_matches(actual, expected):
     return bool(exp) and expected.replace(".", "").isdigit() and act[: len(exp)] == exp
 
 
-def compare_version(report, name, label, actual, expected, required=True):
+def drift(report, name, code, detail, required=True, soft=False):
+    """A failed comparison; `soft` (an unconfirmed fact) makes it an optional warning."""
+    if soft:
+        return report.add(name, "warn", code, detail + " (the lock marks this fact unconfirmed, "
+                          "so only a warning)", required=False)
+    return report.add(name, "fail", code, detail, required)
+
+
+def compare_version(report, name, label, actual, expected, required=True, soft=False):
     if actual is None:
         if expected:
-            report.add(name, "fail", "VERSION_DRIFT",
-                       "%s not found; the lock expects %s" % (label, expected), required)
+            drift(report, name, "VERSION_DRIFT",
+                  "%s not found; the lock expects %s" % (label, expected), required, soft)
         else:
             report.skip(name, "NOT_PRESENT", "%s not present" % label, required)
         return
@@ -231,9 +310,9 @@ def compare_version(report, name, label, actual, expected, required=True):
     elif version_matches(actual, expected):
         report.ok(name, "%s %s matches the lock" % (label, actual), required)
     else:
-        report.add(name, "fail", "VERSION_DRIFT",
-                   "%s is %s but the lock expects %s (replaced by a later install?)"
-                   % (label, actual, expected), required)
+        drift(report, name, "VERSION_DRIFT",
+              "%s is %s but the lock expects %s (replaced by a later install?)"
+              % (label, actual, expected), required, soft)
 
 
 def cudnn_text(v):
@@ -400,7 +479,8 @@ def check_python(report, expect):
     report.env["python"] = actual
     report.env["python_executable"] = sys.executable
     report.env["platform"] = platform.platform()
-    compare_version(report, "python", "Python", actual, expect.get("python"))
+    compare_version(report, "python", "Python", actual, expect.get("python"),
+                    soft=unconfirmed(expect, "python"))
 
 
 def import_torch(report):
@@ -438,7 +518,8 @@ def record_warnings(report, caught):
 def check_torch_version(report, torch, expect):
     version = str(getattr(torch, "__version__", "unknown"))
     report.env["torch"] = version
-    compare_version(report, "torch_version", "torch", version, expect.get("torch"))
+    compare_version(report, "torch_version", "torch", version, expect.get("torch"),
+                    soft=unconfirmed(expect, "torch"))
     return version
 
 
@@ -477,8 +558,9 @@ def check_cuda_build(report, torch, version, expect, mode):
             report.ok("cuda_version", "torch.version.cuda %s matches the lock's CUDA %s"
                       % (cuda, want))
         else:
-            report.add("cuda_version", "fail", "VERSION_DRIFT",
-                       "torch.version.cuda is %s but the lock expects CUDA %s" % (cuda, want))
+            drift(report, "cuda_version", "VERSION_DRIFT",
+                  "torch.version.cuda is %s but the lock expects CUDA %s" % (cuda, want),
+                  soft=unconfirmed(expect, "cuda"))
     else:
         report.ok("cuda_version", "CUDA %s (no expectation)" % cuda)
     return True
@@ -524,15 +606,86 @@ def check_arch_list(report, torch, expect, is_cuda):
     have = set(a.lower() for a in arch)
     missing = [a for a in want if a.lower() not in have]
     if missing:
-        report.add("arch_list", "fail", "ARCH_MISSING",
-                   "the build lacks %s of the lock's architectures (has: %s)"
-                   % (" ".join(missing), " ".join(arch)))
+        report_missing_arch(report, arch, want, missing, expect)
     elif want:
         report.ok("arch_list", "carries every locked architecture: %s (from %s)"
                   % (" ".join(arch), source))
     else:
         report.ok("arch_list", "%s (from %s; no expectation)" % (" ".join(arch), source))
     return arch
+
+
+def report_missing_arch(report, arch, want, missing, expect):
+    """Entries of the lock's arch list that the build lacks. With `target_ccs`, only those a
+    target GPU needs fail; one marked unconfirmed (`arch_list`, or `ptx` for compute_XY) warns."""
+    targets = [parse_cc(t) for t in expect.get("target_ccs") or []]
+    if targets:
+        needed, lost = needed_entries(arch, want, missing, targets)
+    else:
+        needed, lost = list(missing), []
+    unused = [e for e in missing if e not in needed]
+    soft = [e for e in needed if unconfirmed(expect, "arch_list")
+            or (is_ptx(e) and unconfirmed(expect, "ptx"))]
+    hard = [e for e in needed if e not in soft]
+    has = " ".join(arch)
+    notes = []
+    if soft:
+        notes.append("%s, which the lock marks unconfirmed" % " ".join(soft))
+    if unused:
+        notes.append("%s, which no target GPU (%s) needs" % (" ".join(unused), cc_list(targets)))
+    if hard:
+        why = (", needed by target GPU(s) %s" % cc_list(lost)) if targets else ""
+        detail = "the build lacks %s of the lock's architectures%s (has: %s)" % (
+            " ".join(hard), why, has)
+        report.add("arch_list", "fail", "ARCH_MISSING",
+                   detail + "".join("; it also lacks " + n for n in notes))
+    elif soft:
+        report.add("arch_list", "warn", "ARCH_MISSING",
+                   "the build lacks %s (has: %s); only a warning"
+                   % ("; and ".join(notes), has), required=False)
+    else:
+        report.add("arch_list", "warn", "ARCH_MISSING_UNUSED",
+                   "the build lacks %s of the lock's architectures, which no target GPU (%s) "
+                   "needs (has: %s)" % (" ".join(unused), cc_list(targets), has), required=False)
+
+
+def is_ptx(entry):
+    parsed = arch_cc(entry)
+    return parsed is not None and parsed[2] == "compute"
+
+
+def cc_list(ccs):
+    return ", ".join("%d.%d" % tuple(cc) for cc in ccs)
+
+
+COVERAGE_RANK = {None: 0, "ptx": 1, "cubin": 2}
+
+
+def serves(entry, cc):
+    """Whether one arch entry runs on a device of capability cc (the coverage rule)."""
+    parsed = arch_cc(entry)
+    if parsed is None:
+        return False
+    if parsed[2] == "sm":
+        return parsed[0] == cc[0] and parsed[1] <= cc[1]
+    return parsed[:2] <= tuple(cc)
+
+
+def worse_coverage(arch, want, cc):
+    """Whether the build serves cc worse (none < PTX < cubin) than the lock's list would."""
+    return COVERAGE_RANK[coverage(arch, cc)[0]] < COVERAGE_RANK[coverage(want, cc)[0]]
+
+
+def needed_entries(arch, want, missing, ccs):
+    """The missing entries that some cc needs: those serving a cc the build now serves worse
+    than the lock's list would. Returns (needed entries, the ccs that lost coverage)."""
+    needed = []
+    lost = []
+    for cc in ccs:
+        if worse_coverage(arch, want, cc):
+            lost.append(cc)
+            needed.extend(e for e in missing if serves(e, cc) and e not in needed)
+    return needed, lost
 
 
 def check_cudnn(report, torch, expect, is_cuda):
@@ -557,8 +710,9 @@ def check_cudnn(report, torch, expect, is_cuda):
     elif cudnn_matches(actual, want):
         report.ok("cudnn_version", "cuDNN %s matches the lock's %s" % (actual, want))
     else:
-        report.add("cudnn_version", "fail", "VERSION_DRIFT",
-                   "cuDNN is %s but the lock expects %s" % (actual, want))
+        drift(report, "cudnn_version", "VERSION_DRIFT",
+              "cuDNN is %s but the lock expects %s" % (actual, want),
+              soft=unconfirmed(expect, "cudnn"))
 
 
 def check_nccl(report, torch, expect, is_cuda):
@@ -589,26 +743,41 @@ def check_nccl(report, torch, expect, is_cuda):
     elif cudnn_matches(actual, want):
         report.ok("nccl_version", "NCCL %s matches the lock" % actual)
     else:
-        report.add("nccl_version", "fail", "VERSION_DRIFT",
-                   "NCCL is %s but the lock expects %s" % (actual, want))
+        drift(report, "nccl_version", "VERSION_DRIFT",
+              "NCCL is %s but the lock expects %s" % (actual, want),
+              soft=unconfirmed(expect, "nccl"))
+
+
+def installed_version(name):
+    """The installed version of a distribution, or None; importlib.metadata is Python 3.8+, so
+    older interpreters fall back to pkg_resources."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        import pkg_resources
+
+        try:
+            return pkg_resources.get_distribution(name).version
+        except pkg_resources.DistributionNotFound:
+            return None
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def check_packages(report, expect):
     pkgs = expect.get("packages") or {}
-    if not pkgs:
-        return
-    from importlib import metadata
-
     for name in sorted(pkgs):
         want = pkgs[name]
         check = "package:" + name
-        try:
-            actual = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            report.add(check, "fail", "PACKAGE_MISSING",
-                       "%s is not installed; the lock expects %s" % (name, want))
+        soft = unconfirmed(expect, "packages") or unconfirmed(expect, check)
+        actual = installed_version(name)
+        if actual is None:
+            drift(report, check, "PACKAGE_MISSING",
+                  "%s is not installed; the lock expects %s" % (name, want), soft=soft)
             continue
-        compare_version(report, check, name, actual, want)
+        compare_version(report, check, name, actual, want, soft=soft)
 
 
 def check_shm(report, expect):
@@ -679,251 +848,503 @@ def check_cuda_available(report, torch, mode, is_cuda):
     return False
 
 
-def check_devices(report, torch, arch):
+# ---------------------------------------------------------------- time limits
+
+class Limits:
+    """The GPU checks' time limits, and the GPUs that hung so far."""
+
+    def __init__(self, expect):
+        self.per_check = float(expect.get("check_timeout_s") or DEFAULT_CHECK_TIMEOUT_S)
+        self.budget = float(expect.get("budget_s") or DEFAULT_BUDGET_S)
+        self.deadline = START + self.budget
+        # GPU index -> the check it hung in: later checks do not try it again, since its
+        # stuck work would only make them hang too.
+        self.stuck = {}
+
+
+class Stage(Report):
+    """What one check reports from its worker thread. It reaches the report only when the
+    check returned in time, so a thread that wakes up late never changes the printed report."""
+
+    def __init__(self, mode, stuck):
+        Report.__init__(self, mode)
+        self.stuck = dict(stuck)
+        self.fine = []
+        # (GPU indices being probed, what, since when): one tuple, replaced whole, so the
+        # main thread always reads a consistent step.
+        self.step = ((), None, time.perf_counter())
+
+    def begin(self, indices, what):
+        """A new step: it gets its own time limit, and names what hung if it never ends."""
+        self.step = (tuple(indices), what, time.perf_counter())
+
+
+def merge(report, stage):
+    report.checks.extend(stage.checks)
+    for key, value in stage.env.items():
+        if isinstance(value, dict) and isinstance(report.env.get(key), dict):
+            report.env[key].update(value)
+        else:
+            report.env[key] = value
+
+
+def bounded(report, limits, name, fn, *args, required=True):
+    """Run one GPU check fn(stage, *args) in a daemon worker thread. Each step (the whole check,
+    or one GPU's part of it) gets limits.per_check seconds, and everything ends by the budget.
+    A check that does not return fails as CHECK_TIMEOUT (even an optional one: a GPU that never
+    answers is not usable) and names what hung; the checks after it still run."""
+    if time.perf_counter() >= limits.deadline:
+        why = "not run: the GPU checks' time budget (%g s) was spent" % limits.budget
+        if required:
+            report.add(name, "fail", "BUDGET_SPENT", why)
+        else:
+            report.skip(name, "BUDGET_SPENT", why, required=False)
+        return None
+    stage = Stage(report.mode, limits.stuck)
+    box = {}
+
+    def work():
+        try:
+            box["result"] = fn(stage, *args)
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="envbuild-smoke-" + name)
+    worker.daemon = True
+    worker.start()
+    while True:
+        step = stage.step
+        until = min(step[2] + limits.per_check, limits.deadline)
+        worker.join(max(0.0, until - time.perf_counter()))
+        if not worker.is_alive():
+            break
+        if stage.step is step and time.perf_counter() >= until:
+            report_hang(report, limits, name, stage, step, until)
+            return None
+    merge(report, stage)
+    if "error" in box:
+        record_error(report, name, box["error"], required)
+        return None
+    return box.get("result")
+
+
+def report_hang(report, limits, name, stage, step, until):
+    HUNG.append(name)
+    indices, what, since = step
+    for index in indices:
+        limits.stuck[index] = name
+    detail = "%s did not answer within %.3g s (a hung GPU, driver or NCCL?)" % (
+        what or "the check", until - since)
+    if until >= limits.deadline:
+        detail += "; the GPU checks' time budget (%g s) ran out" % limits.budget
+    if stage.fine:
+        detail += "; fine before it: GPU %s" % ", ".join(str(i) for i in stage.fine)
+    report.add(name, "fail", "CHECK_TIMEOUT", detail)
+
+
+# ---------------------------------------------------------------- GPU checks
+
+def gpu_label(device):
+    return "GPU %d (%s)" % (device["index"], device["name"])
+
+
+def native_bf16(device):
+    return int(device["cc"].split(".")[0]) >= NATIVE_BF16_MAJOR
+
+
+def each_gpu(stage, name, devices, what, passed, probe):
+    """One check over every GPU. probe(device) returns (None, figure) when that GPU is fine or
+    (code, problem). The detail names the failing GPUs first, then those that are fine."""
+    fine = []
+    bad = []
+    for d in devices:
+        label = gpu_label(d)
+        if d["index"] in stage.stuck:
+            bad.append(("GPU_HUNG", "%s not tried: it hung in %s" % (
+                label, stage.stuck[d["index"]])))
+            continue
+        stage.begin([d["index"]], label)
+        try:
+            code, text = probe(d)
+        except Exception as exc:  # noqa: BLE001 - one GPU's error must not hide the others
+            code, text = error_code(exc), error_text(exc)
+        if code is None:
+            fine.append("GPU %d %s" % (d["index"], text))
+            stage.fine.append(d["index"])
+        else:
+            bad.append((code, "%s %s" % (label, text)))
+    stage.begin([], None)
+    if bad:
+        detail = "%s: %s" % (what, "; ".join(text for _, text in bad))
+        if stage.fine:
+            detail += "; fine on GPU %s" % ", ".join(str(i) for i in stage.fine)
+        stage.add(name, "fail", bad[0][0], detail)
+    else:
+        stage.ok(name, "%s %s: %s" % (what, passed, "; ".join(fine)))
+
+
+def check_devices(stage, torch):
+    stage.begin([], "listing the devices")
     devices = []
     for i in range(torch.cuda.device_count()):
         props = torch.cuda.get_device_properties(i)
+        name = str(props.name)
+        sms = getattr(props, "multi_processor_count", None)
+        _, peaks = nominal_peak(name)
+        full = peaks.get("sms") if peaks else None
+        words = name.upper().replace("-", " ").replace("_", " ").split()
         devices.append({
             "index": i,
-            "name": str(props.name),
+            "name": name,
             "cc": "%d.%d" % (props.major, props.minor),
             "memory_bytes": int(props.total_memory),
+            "sm_count": int(sms) if sms else None,
+            "mig": "MIG" in words or bool(sms and full and int(sms) < full),
         })
-    report.env["devices"] = devices
-    report.env["device_count"] = len(devices)
+    stage.env["devices"] = devices
+    stage.env["device_count"] = len(devices)
     if not devices:
-        report.add("devices", "fail", "NO_GPU_VISIBLE", "CUDA is available but lists no device")
+        stage.add("devices", "fail", "NO_GPU_VISIBLE", "CUDA is available but lists no device")
         return devices
-    report.ok("devices", "; ".join(
-        "%d: %s (sm_%s, %s)" % (d["index"], d["name"], d["cc"].replace(".", ""),
-                               human_bytes(d["memory_bytes"])) for d in devices))
+    stage.ok("devices", "; ".join(
+        "%d: %s (sm_%s, %s%s)" % (d["index"], d["name"], d["cc"].replace(".", ""),
+                                  human_bytes(d["memory_bytes"]), ", MIG" if d["mig"] else "")
+        for d in devices))
+    return devices
+
+
+def check_arch_coverage(report, devices, arch, expect):
+    """Each GPU needs a cubin or PTX in the build, and no worse coverage than the lock's list
+    promised (a GPU reached through PTX where the lock has its cubin lost that cubin)."""
     if not arch:
         report.add("arch_coverage", "warn", "ARCH_UNKNOWN",
                    "the build's architecture list is unknown; coverage not checked",
                    required=False)
-        return devices
+        return
+    want = expect.get("arch_list") or []
     problems = []
     ptx_only = []
+    fine = []
     for d in devices:
-        major, minor = (int(p) for p in d["cc"].split("."))
-        kind, _ = coverage(arch, (major, minor))
+        cc = tuple(int(p) for p in d["cc"].split("."))
+        kind, via = coverage(arch, cc)
+        label = "GPU %d %s (sm_%d%d)" % (d["index"], d["name"], cc[0], cc[1])
         if kind is None:
-            problems.append("%d: %s (sm_%d%d)" % (d["index"], d["name"], major, minor))
+            problems.append(label + " has no kernel image")
+        elif want and worse_coverage(arch, want, cc) and not unconfirmed(expect, "arch_list"):
+            wkind, wvia = coverage(want, cc)
+            problems.append("%s runs on %s %d.%d, but the lock's %s %d.%d is missing" % (
+                label, kind, via[0], via[1], wkind, wvia[0], wvia[1]))
         elif kind == "ptx":
-            ptx_only.append("%d: %s (sm_%d%d)" % (d["index"], d["name"], major, minor))
+            ptx_only.append(label)
+        else:
+            fine.append("GPU %d sm_%d%d cubin" % (d["index"], via[0], via[1]))
     if problems:
         report.add("arch_coverage", "fail", "ARCH_MISSING",
-                   "no kernel image for %s in the build's %s: 'no kernel image is available "
-                   "for execution on the device'" % (", ".join(problems), " ".join(arch)))
+                   "%s in the build's %s: 'no kernel image is available for execution on the "
+                   "device'" % ("; ".join(problems), " ".join(arch)))
     elif ptx_only:
         report.add("arch_coverage", "warn", "ARCH_PTX_ONLY",
                    "only PTX (JIT-compiled at first use, slow start) for %s" % ", ".join(ptx_only),
                    required=False)
     else:
-        report.ok("arch_coverage", "every device has a native kernel image in the build")
-    return devices
+        report.ok("arch_coverage", "every GPU has a native kernel image in the build: "
+                  + "; ".join(fine))
 
 
 def max_abs_diff(torch, a, b):
     return float((a.float() - b.float()).abs().max().item())
 
 
-def check_matmul(report, torch):
+def relative_diff(torch, got, want):
+    diff = max_abs_diff(torch, got, want)
+    return diff, diff / max(1.0, float(want.abs().max().item()))
+
+
+def check_matmul(stage, torch, devices):
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(256, 256, generator=gen)
     b = torch.randn(256, 256, generator=gen)
     want = a @ b
-    # The correctness check runs in full fp32: TF32 would legitimately differ by ~1e-2.
-    old = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        got = (a.to("cuda") @ b.to("cuda")).cpu()
-        torch.cuda.synchronize()
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = old
-    diff = max_abs_diff(torch, got, want)
-    scale = max(1.0, float(want.abs().max().item()))
-    if diff / scale > 1e-3:
-        report.add("matmul", "fail", "MATMUL_WRONG",
-                   "GPU matmul differs from the CPU result by %.3g (relative %.3g)"
-                   % (diff, diff / scale))
-    else:
-        report.ok("matmul", "256x256 fp32 matmul on GPU matches the CPU (max diff %.2g)" % diff)
+
+    def probe(d):
+        dev = "cuda:%d" % d["index"]
+        # The correctness check runs in full fp32: TF32 would legitimately differ by ~1e-2.
+        old = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        try:
+            got = (a.to(dev) @ b.to(dev)).cpu()
+            torch.cuda.synchronize(d["index"])
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = old
+        diff, rel = relative_diff(torch, got, want)
+        if rel > 1e-3:
+            return "MATMUL_WRONG", "differs from the CPU by %.3g (relative %.3g)" % (diff, rel)
+        return None, "max diff %.2g" % diff
+
+    each_gpu(stage, "matmul", devices, "256x256 fp32 matmul", "matches the CPU", probe)
 
 
-def check_autocast(report, torch):
-    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    name = "bf16" if dtype is torch.bfloat16 else "fp16"
+def check_autocast(stage, torch, devices):
     gen = torch.Generator().manual_seed(1)
     a = torch.randn(128, 128, generator=gen)
     b = torch.randn(128, 128, generator=gen)
     want = a @ b
-    with torch.autocast(device_type="cuda", dtype=dtype):
-        out = a.to("cuda") @ b.to("cuda")
-    torch.cuda.synchronize()
-    if out.dtype != dtype:
-        report.add("autocast", "fail", "AUTOCAST_FAILED",
-                   "autocast(%s) produced %s" % (name, out.dtype))
-        return
-    diff = max_abs_diff(torch, out.cpu(), want)
-    scale = max(1.0, float(want.abs().max().item()))
-    if diff / scale > 5e-2:
-        report.add("autocast", "fail", "MATMUL_WRONG",
-                   "%s autocast matmul is off by %.3g (relative %.3g)" % (name, diff, diff / scale))
-    else:
-        report.ok("autocast", "%s autocast matmul matches the CPU within %.2g" % (name, diff))
+
+    def probe(d):
+        # bf16 only where it is native: emulated bf16 says nothing about the tensor cores.
+        dtype, name = (torch.bfloat16, "bf16") if native_bf16(d) else (torch.float16, "fp16")
+        dev = "cuda:%d" % d["index"]
+        with torch.autocast(device_type="cuda", dtype=dtype):
+            out = a.to(dev) @ b.to(dev)
+        torch.cuda.synchronize(d["index"])
+        if out.dtype != dtype:
+            return "AUTOCAST_FAILED", "autocast(%s) produced %s" % (name, out.dtype)
+        diff, rel = relative_diff(torch, out.cpu(), want)
+        if rel > 5e-2:
+            return "MATMUL_WRONG", "%s result is off by %.3g (relative %.3g)" % (name, diff, rel)
+        return None, "%s within %.2g" % (name, diff)
+
+    each_gpu(stage, "autocast", devices, "autocast matmul", "matches the CPU", probe)
 
 
-def check_cudnn_conv(report, torch):
+def check_cudnn_conv(stage, torch, devices):
     if not torch.backends.cudnn.is_available():
-        report.add("cudnn_conv", "fail", "CUDNN_UNAVAILABLE", "cuDNN is not available on the GPU")
+        stage.add("cudnn_conv", "fail", "CUDNN_UNAVAILABLE", "cuDNN is not available on the GPU")
         return
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(2, 3, 32, 32, generator=gen)
     w = torch.randn(8, 3, 3, 3, generator=gen)
     want = torch.nn.functional.conv2d(x, w, padding=1)
-    old = torch.backends.cudnn.allow_tf32
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        got = torch.nn.functional.conv2d(x.to("cuda"), w.to("cuda"), padding=1).cpu()
-        torch.cuda.synchronize()
-    finally:
-        torch.backends.cudnn.allow_tf32 = old
-    diff = max_abs_diff(torch, got, want)
-    if diff > 1e-3 * max(1.0, float(want.abs().max().item())):
-        report.add("cudnn_conv", "fail", "CUDNN_CONV_WRONG",
-                   "cuDNN convolution differs from the CPU by %.3g" % diff)
-    else:
-        report.ok("cudnn_conv", "cuDNN conv2d matches the CPU (max diff %.2g)" % diff)
+
+    def probe(d):
+        dev = "cuda:%d" % d["index"]
+        old = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = False
+        try:
+            got = torch.nn.functional.conv2d(x.to(dev), w.to(dev), padding=1).cpu()
+            torch.cuda.synchronize(d["index"])
+        finally:
+            torch.backends.cudnn.allow_tf32 = old
+        diff, rel = relative_diff(torch, got, want)
+        if rel > 1e-3:
+            return "CUDNN_CONV_WRONG", "differs from the CPU by %.3g" % diff
+        return None, "max diff %.2g" % diff
+
+    each_gpu(stage, "cudnn_conv", devices, "cuDNN conv2d", "matches the CPU", probe)
 
 
-def check_nccl_allreduce(report, torch, devices):
+def check_pinned_copy(stage, torch, devices):
+    host = torch.arange(1 << 20, dtype=torch.float32).pin_memory()
+    if not host.is_pinned():
+        stage.add("pinned_copy", "fail", "PINNED_COPY_FAILED", "pin_memory() did not pin")
+        return
+
+    def probe(d):
+        dev = host.to("cuda:%d" % d["index"], non_blocking=True)
+        torch.cuda.synchronize(d["index"])
+        if float((dev.cpu() - host).abs().max().item()) != 0.0:
+            return "PINNED_COPY_FAILED", "corrupted the data"
+        return None, "intact"
+
+    each_gpu(stage, "pinned_copy", devices,
+             "pinned host-to-device copy (4 MiB, non_blocking)", "is correct", probe)
+
+
+def check_nccl_allreduce(stage, torch, devices):
     if len(devices) < 2:
-        report.skip("nccl_allreduce", "ONE_GPU", "needs two or more GPUs", required=False)
+        stage.skip("nccl_allreduce", "ONE_GPU", "needs two or more GPUs", required=False)
+        return
+    if stage.stuck:
+        stage.add("nccl_allreduce", "fail", "GPU_HUNG", "not tried: %s" % "; ".join(
+            "GPU %d hung in %s" % (i, c) for i, c in sorted(stage.stuck.items())))
         return
     from torch.cuda import nccl
 
     n = len(devices)
-    tensors = [torch.full((1024,), float(i + 1), device="cuda:%d" % i) for i in range(n)]
+    stage.begin([d["index"] for d in devices], "the NCCL all-reduce over %d GPUs" % n)
+    tensors = [torch.full((1024,), float(i + 1), device="cuda:%d" % d["index"])
+               for i, d in enumerate(devices)]
     nccl.all_reduce(tensors)
-    for i in range(n):
-        torch.cuda.synchronize(i)
+    for d in devices:
+        torch.cuda.synchronize(d["index"])
     want = float(n * (n + 1) // 2)
-    bad = [i for i, t in enumerate(tensors) if float((t - want).abs().max().item()) > 1e-3]
+    bad = [devices[i]["index"] for i, t in enumerate(tensors)
+           if float((t - want).abs().max().item()) > 1e-3]
     if bad:
-        report.add("nccl_allreduce", "fail", "NCCL_FAILED",
-                   "NCCL all-reduce over %d GPUs gave a wrong sum on device(s) %s"
-                   % (n, ", ".join(map(str, bad))))
+        stage.add("nccl_allreduce", "fail", "NCCL_FAILED",
+                  "NCCL all-reduce over %d GPUs gave a wrong sum on GPU %s"
+                  % (n, ", ".join(map(str, bad))))
     else:
-        report.ok("nccl_allreduce", "NCCL all-reduce over %d GPUs is correct" % n)
+        stage.ok("nccl_allreduce", "NCCL all-reduce over %d GPUs is correct" % n)
 
 
-def check_pinned_copy(report, torch):
-    host = torch.arange(1 << 20, dtype=torch.float32).pin_memory()
-    if not host.is_pinned():
-        report.add("pinned_copy", "fail", "PINNED_COPY_FAILED", "pin_memory() did not pin")
-        return
-    dev = host.to("cuda", non_blocking=True)
-    torch.cuda.synchronize()
-    if float((dev.cpu() - host).abs().max().item()) != 0.0:
-        report.add("pinned_copy", "fail", "PINNED_COPY_FAILED",
-                   "pinned host-to-device copy corrupted the data")
-    else:
-        report.ok("pinned_copy", "pinned host-to-device copy (4 MiB, non_blocking) is correct")
+# ---------------------------------------------------------------- throughput probes
 
-
-def timed(torch, fn, budget_s=0.4, max_iters=50):
-    """Run fn repeatedly for about budget_s after a warm-up; returns seconds per call."""
-    fn()
-    torch.cuda.synchronize()
-    iters = 0
-    t0 = time.perf_counter()
-    while iters < max_iters:
-        for _ in range(5):
+def timed(torch, fn, index):
+    """Seconds per call of fn on GPU `index`, measured with CUDA events (GPU time, not host
+    time) over at least MIN_TIMED_S of work after a warm-up. Returns (per call, calls, total)."""
+    with torch.cuda.device(index):
+        for _ in range(WARMUP_CALLS):
             fn()
-        iters += 5
-        torch.cuda.synchronize()
-        if time.perf_counter() - t0 > budget_s:
-            break
-    return (time.perf_counter() - t0) / iters
+        torch.cuda.synchronize(index)
+        calls = 1
+        while True:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            secs = start.elapsed_time(end) / 1000.0
+            if secs >= MIN_TIMED_S or calls >= MAX_TIMED_CALLS:
+                break
+            grow = min(100.0, MIN_TIMED_S * 1.2 / secs) if secs > 0 else 100.0
+            calls = min(MAX_TIMED_CALLS, max(calls * 2, int(math.ceil(calls * grow))))
+    if secs <= 0:
+        raise RuntimeError("CUDA events measured no time over %d calls" % calls)
+    return secs / calls, calls, secs
 
 
 def figure(value):
     return ("%.1f" % value) if value >= 10 else ("%.3g" % value)
 
 
-def throughput_verdict(report, name, label, value, unit, peak, fraction, what):
-    if peak:
-        pct = 100.0 * value / peak
-        detail = "%s %s %s = %.0f%% of the nominal %s peak %s %s" % (
-            label, figure(value), unit, pct, what, "%g" % peak, unit)
-        if value < fraction * peak:
+def device_share(device, peaks):
+    """(fraction of the full GPU, how it was found): below 1 for a MIG slice, from its SM count
+    against the full GPU's or else from its profile name (`1g.10gb`: 1 of 7 compute slices);
+    (None, why) for a MIG slice of unknown size."""
+    full = peaks.get("sms") if peaks else None
+    sms = device.get("sm_count")
+    if full and sms and sms < full:
+        return sms / float(full), "%d of %d SMs" % (sms, full)
+    if device.get("mig"):
+        match = re.search(r"(\d+)g\.\d+gb", device["name"].lower())
+        if match and 0 < int(match.group(1)) <= MIG_SLICES:
+            n = int(match.group(1))
+            return n / float(MIG_SLICES), "%d of %d compute slices" % (n, MIG_SLICES)
+        return None, "a MIG slice of unknown size"
+    return 1.0, None
+
+
+def throughput_verdict(report, name, label, value, unit, peak, fraction, what, share, how,
+                       timing):
+    if peak and share:
+        pct = 100.0 * value / (peak * share)
+        if share < 1.0:
+            basis = "%.0f%% of this MIG slice's share (%s) of the nominal %s peak %g %s" % (
+                pct, how, what, peak, unit)
+        else:
+            basis = "%.0f%% of the nominal %s peak %g %s" % (pct, what, peak, unit)
+        detail = "%s %s %s = %s (%s)" % (label, figure(value), unit, basis, timing)
+        if value < fraction * peak * share:
             report.add(name, "warn", "THROUGHPUT_LOW",
-                       detail + " (throttled clocks, a MIG slice, another process, or a "
-                       "narrow PCIe link?)", required=False, value=value, unit=unit)
+                       detail + "; throttled clocks, another process, or a narrow PCIe link?",
+                       required=False, value=value, unit=unit)
             return
         report.ok(name, detail, required=False, value=value, unit=unit)
     else:
-        report.ok(name, "%s %s %s (no nominal peak known for this GPU)" % (label, figure(value), unit),
+        why = how if share is None else "no nominal peak known for this GPU"
+        report.ok(name, "%s %s %s (%s; %s)" % (label, figure(value), unit, why, timing),
                   required=False, value=value, unit=unit)
 
 
-def check_throughput(report, torch, devices):
-    device = devices[0]
-    key, peaks = nominal_peak(device["name"])
-    report.env["nominal_peaks"] = {"matched": key, **(peaks or {})}
+def timing_note(stage, name, device, calls, secs, dtype=None):
+    stage.env["probes"] = {name: {"gpu": device["index"], "calls": calls,
+                                  "timed_s": round(secs, 4), "dtype": dtype}}
+    return "GPU %d, %d calls over %.2f s timed with CUDA events" % (device["index"], calls, secs)
+
+
+def probe_tflops(stage, torch, d, name, label, dtype, tf32, peak):
+    stage.begin([d["index"]], "%s on %s" % (name, gpu_label(d)))
     n = THROUGHPUT_N
-    bf16 = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    old = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        dev = "cuda:%d" % d["index"]
+        a = torch.randn(n, n, device=dev, dtype=dtype)
+        b = torch.randn(n, n, device=dev, dtype=dtype)
+        per_call, calls, secs = timed(torch, lambda: a @ b, d["index"])
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old
+    tflops = 2.0 * n ** 3 / per_call / 1e12
+    share, how = peak[1], peak[2]
+    throughput_verdict(stage, name, label, tflops, "TFLOP/s", peak[0], TFLOPS_WARN_FRACTION,
+                       "dense", share, how, timing_note(stage, name, d, calls, secs, label))
 
-    def matmul_probe(name, label, dtype, tf32, peak_key):
-        old = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-        try:
-            a = torch.randn(n, n, device="cuda", dtype=dtype)
-            b = torch.randn(n, n, device="cuda", dtype=dtype)
-            secs = timed(torch, lambda: a @ b)
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = old
-        tflops = 2.0 * n ** 3 / secs / 1e12
-        throughput_verdict(report, name, label, tflops, "TFLOP/s",
-                           peaks and peaks.get(peak_key), TFLOPS_WARN_FRACTION, "dense")
 
-    guarded(report, "tflops_bf16", matmul_probe, "tflops_bf16",
-            "bf16" if bf16 is torch.bfloat16 else "fp16", bf16, False, "bf16", required=False)
-    guarded(report, "tflops_tf32", matmul_probe, "tflops_tf32", "fp32/tf32", torch.float32,
-            True, "tf32", required=False)
-
+def probe_copy(stage, torch, d, name, label, pinned, peak):
+    stage.begin([d["index"]], "%s on %s" % (name, gpu_label(d)))
     size = COPY_BYTES
-
-    def copy_probe(name, label, pinned):
-        host = torch.empty(size, dtype=torch.uint8)
-        if pinned:
-            host = host.pin_memory()
-        dev = torch.empty(size, dtype=torch.uint8, device="cuda")
-        secs = timed(torch, lambda: dev.copy_(host, non_blocking=pinned), budget_s=0.3,
-                     max_iters=20)
-        gbs = size / secs / 1e9
-        if pinned:
-            throughput_verdict(report, name, label, gbs, "GB/s", peaks and peaks.get("h2d"),
-                               H2D_WARN_FRACTION, "PCIe x16")
-        else:
-            report.ok(name, "%s %s GB/s (pageable memory is always slower than pinned)"
-                      % (label, figure(gbs)), required=False, value=gbs, unit="GB/s")
-
-    guarded(report, "h2d_pinned", copy_probe, "h2d_pinned", "host-to-device pinned", True,
-            required=False)
-    guarded(report, "h2d_pageable", copy_probe, "h2d_pageable", "host-to-device pageable",
-            False, required=False)
+    host = torch.empty(size, dtype=torch.uint8)
+    if pinned:
+        host = host.pin_memory()
+    dev = torch.empty(size, dtype=torch.uint8, device="cuda:%d" % d["index"])
+    per_call, calls, secs = timed(torch, lambda: dev.copy_(host, non_blocking=pinned),
+                                  d["index"])
+    gbs = size / per_call / 1e9
+    timing = timing_note(stage, name, d, calls, secs)
+    if pinned:
+        # The host link is not split by MIG: the full GPU's nominal figure applies.
+        throughput_verdict(stage, name, label, gbs, "GB/s", peak, H2D_WARN_FRACTION,
+                           "PCIe x16", 1.0, None, timing)
+    else:
+        stage.ok(name, "%s %s GB/s (pageable memory is always slower than pinned; %s)"
+                 % (label, figure(gbs), timing), required=False, value=gbs, unit="GB/s")
 
 
-GPU_CHECKS = ("devices", "arch_coverage", "matmul", "autocast", "cudnn_conv", "nccl_allreduce",
-              "pinned_copy", "tflops_bf16", "tflops_tf32", "h2d_pinned", "h2d_pageable")
+def check_throughput(report, limits, torch, devices):
+    """The probes run on GPU 0 only: they measure the build and the machine, and one GPU's
+    figures are enough for that; every GPU's correctness is checked above."""
+    d = devices[0]
+    key, peaks = nominal_peak(d["name"])
+    peaks = peaks or {}
+    share, how = device_share(d, peaks)
+    report.env["nominal_peaks"] = dict(peaks, matched=key, share=share)
+    half = (torch.bfloat16, "bf16") if native_bf16(d) else (torch.float16, "fp16")
+    probes = [
+        ("tflops_bf16", probe_tflops, (half[1], half[0], False, (peaks.get("bf16"), share, how))),
+        ("tflops_tf32", probe_tflops, ("fp32/tf32", torch.float32, True,
+                                       (peaks.get("tf32"), share, how))),
+        ("h2d_pinned", probe_copy, ("host-to-device pinned", True, peaks.get("h2d"))),
+        ("h2d_pageable", probe_copy, ("host-to-device pageable", False, None)),
+    ]
+    for name, probe, args in probes:
+        if d["index"] in limits.stuck:
+            report.skip(name, "GPU_HUNG", "not run: GPU %d hung in %s"
+                        % (d["index"], limits.stuck[d["index"]]), required=False)
+            continue
+        bounded(report, limits, name, probe, torch, d, name, *args, required=False)
+
+
+GPU_CHECKS = ("devices", "arch_coverage", "matmul", "autocast", "cudnn_conv", "pinned_copy",
+              "tflops_bf16", "tflops_tf32", "h2d_pinned", "h2d_pageable", "nccl_allreduce")
 OPTIONAL = ("nccl_allreduce", "tflops_bf16", "tflops_tf32", "h2d_pinned", "h2d_pageable")
 
 
 def skip_gpu_checks(report, code, why):
     for name in GPU_CHECKS:
         report.skip(name, code, why, required=name not in OPTIONAL)
+
+
+def run_gpu_checks(report, opts, expect, torch, arch):
+    limits = Limits(expect)
+    devices = bounded(report, limits, "devices", check_devices, torch)
+    if not devices:
+        return
+    guarded(report, "arch_coverage", check_arch_coverage, report, devices, arch, expect)
+    for name, check in (("matmul", check_matmul), ("autocast", check_autocast),
+                        ("cudnn_conv", check_cudnn_conv), ("pinned_copy", check_pinned_copy)):
+        bounded(report, limits, name, check, torch, devices)
+    if opts["throughput"]:
+        check_throughput(report, limits, torch, devices)
+    else:
+        for name in ("tflops_bf16", "tflops_tf32", "h2d_pinned", "h2d_pageable"):
+            report.skip(name, "NOT_REQUESTED", "--no-throughput", required=False)
+    # Last: a hung all-reduce leaves kernels stuck on every GPU, which would stall any check
+    # after it.
+    bounded(report, limits, "nccl_allreduce", check_nccl_allreduce, torch, devices)
 
 
 def run_checks(report, opts, expect):
@@ -953,20 +1374,7 @@ def run_checks(report, opts, expect):
     if not usable:
         skip_gpu_checks(report, "NO_CUDA", "CUDA is not usable (see cuda_available)")
         return
-    devices = guarded(report, "devices", check_devices, report, torch, arch)
-    if not devices:
-        return
-    guarded(report, "matmul", check_matmul, report, torch)
-    guarded(report, "autocast", check_autocast, report, torch)
-    guarded(report, "cudnn_conv", check_cudnn_conv, report, torch)
-    guarded(report, "nccl_allreduce", check_nccl_allreduce, report, torch, devices,
-            required=False)
-    guarded(report, "pinned_copy", check_pinned_copy, report, torch)
-    if opts["throughput"]:
-        check_throughput(report, torch, devices)
-    else:
-        for name in ("tflops_bf16", "tflops_tf32", "h2d_pinned", "h2d_pageable"):
-            report.skip(name, "NOT_REQUESTED", "--no-throughput", required=False)
+    run_gpu_checks(report, opts, expect, torch, arch)
 
 
 def main(argv, out):
@@ -1015,4 +1423,9 @@ if __name__ == "__main__":
     OUT = json_stdout()
     CODE = main(sys.argv[1:], OUT)
     OUT.close()
+    if HUNG:
+        # A thread stuck in a CUDA call can block the interpreter's exit (atexit handlers,
+        # CUDA teardown): the report is out, so leave without them.
+        sys.stderr.flush()
+        os._exit(CODE)
     sys.exit(CODE)

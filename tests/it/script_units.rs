@@ -163,3 +163,96 @@ fn unavailable_cuda_classification() {
         ]
     );
 }
+
+#[test]
+fn compute_capabilities_and_mig_shares() {
+    let a100 = json!({"bf16": 312.0, "sms": 108});
+    let cases = json!([
+        ["parse_cc", ["9.0"]],
+        ["parse_cc", ["12.1"]],
+        ["parse_cc", ["sm_90a"]],
+        ["parse_cc", ["compute_90"]],
+        ["parse_cc", ["9"]],
+        ["device_share", [{"name": "NVIDIA A100-SXM4-80GB", "sm_count": 108, "mig": false}, a100]],
+        ["device_share", [{"name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "sm_count": 42, "mig": true}, a100]],
+        ["device_share", [{"name": "NVIDIA A100-SXM4-80GB MIG 3g.40gb", "sm_count": null, "mig": true}, a100]],
+        ["device_share", [{"name": "NVIDIA A100-SXM4-80GB MIG", "sm_count": null, "mig": true}, a100]],
+        ["device_share", [{"name": "NVIDIA GeForce RTX 4090", "sm_count": 128, "mig": false}, {}]],
+    ]);
+    let want = json!([
+        [9, 0],
+        [12, 1],
+        [9, 0],
+        null,
+        null,
+        [1.0, null],
+        [42.0 / 108.0, "42 of 108 SMs"],
+        [3.0 / 7.0, "3 of 7 compute slices"],
+        [null, "a MIG slice of unknown size"],
+        [1.0, null],
+    ]);
+    assert_eq!(Value::Array(call(&cases)), want);
+}
+
+#[test]
+fn missing_arch_entries_are_needed_only_where_coverage_gets_worse() {
+    let build = ["sm_80", "sm_90"];
+    let lock = ["sm_80", "sm_86", "sm_90", "compute_90"];
+    let missing = ["sm_86", "compute_90"];
+    let cases = json!([
+        // 8.6 still has a cubin (sm_80), 9.0 its own: nothing is needed.
+        ["needed_entries", [build, lock, missing, [[8, 6], [9, 0]]]],
+        // 10.0 had the PTX and now has nothing.
+        ["needed_entries", [build, lock, missing, [[10, 0], [8, 9]]]],
+        [
+            "worse_coverage",
+            [["sm_80", "compute_80"], ["sm_90"], [9, 0]]
+        ],
+        [
+            "worse_coverage",
+            [["sm_90"], ["sm_90", "compute_90"], [9, 0]]
+        ],
+        ["serves", ["sm_80", [8, 9]]],
+        ["serves", ["sm_86", [8, 0]]],
+        ["serves", ["sm_90", [10, 0]]],
+        ["serves", ["compute_90", [12, 0]]],
+        ["serves", ["compute_90", [8, 9]]],
+    ]);
+    let want = json!([
+        [[], []],
+        [["compute_90"], [[10, 0]]],
+        true,
+        false,
+        true,
+        false,
+        false,
+        true,
+        false,
+    ]);
+    assert_eq!(Value::Array(call(&cases)), want);
+}
+
+/// The script runs in old images: its syntax must parse as Python 3.7.
+#[test]
+fn the_script_is_python_3_7_syntax() {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import ast, sys; ast.parse(sys.stdin.read(), feature_version=(3, 7))",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(SCRIPT.as_bytes())?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
