@@ -23,7 +23,7 @@ fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
             gpus,
             timeout: Duration::from_secs(120),
             shm_bytes: 256 << 20,
-            run_id: docker::new_run_id(),
+            run_id: support::run_id(),
         },
         cache_dir: Some(cache.to_path_buf()),
     }
@@ -68,7 +68,10 @@ fn codes_of(run: &ImageRun) -> Vec<String> {
 }
 
 fn envbuild() -> Command {
-    Command::cargo_bin("envbuild").expect("binary")
+    let mut cmd = Command::cargo_bin("envbuild").expect("binary");
+    // Its smoke containers count as this test process's (the leftover checks filter by it).
+    cmd.env("ENVBUILD_RUN_ID", support::run_prefix());
+    cmd
 }
 
 fn nonce() -> String {
@@ -314,11 +317,8 @@ fn failing_run_step_names_step_command_and_output() {
         return;
     };
     let bb = support::busybox_image(&d);
-    let before = d.all_containers().len();
-    let df = format!(
-        "FROM {bb} AS runtime\nRUN echo about-to-fail-{n} && exit 3\n",
-        n = nonce()
-    );
+    let n = nonce();
+    let df = format!("FROM {bb} AS runtime\nRUN echo about-to-fail-{n} && exit 3\n");
     let r = rendered("envbuild-test/failing", &nonce(), &[("Dockerfile", &df)]);
     let cache = tempfile::tempdir().unwrap();
     let err = match d.block_on(build_and_test(
@@ -339,8 +339,11 @@ fn failing_run_step_names_step_command_and_output() {
         diag.message.contains("| about-to-fail"),
         "output shown: {err}"
     );
-    let after = d.all_containers().len();
-    assert_eq!(before, after, "the failed build left a container");
+    let left = d.containers_running(&format!("about-to-fail-{n}"));
+    assert!(
+        left.is_empty(),
+        "the failed build left a container: {left:?}"
+    );
     d.assert_no_smoke_container("after a failed build");
 }
 
@@ -640,8 +643,8 @@ fn interrupted_build_stops_and_leaves_no_container() {
         return;
     };
     let bb = support::busybox_image(&d);
-    let before = d.all_containers();
-    let df = format!("FROM {bb} AS runtime\nRUN echo {} && sleep 60\n", nonce());
+    let n = nonce();
+    let df = format!("FROM {bb} AS runtime\nRUN echo {n} && sleep 60\n");
     let r = rendered(
         "envbuild-test/interrupted",
         &nonce(),
@@ -665,16 +668,13 @@ fn interrupted_build_stops_and_leaves_no_container() {
     // it does so asynchronously, so give it a moment.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let now = d.all_containers();
-        if now.len() == before.len() {
+        let now = d.containers_running(&n);
+        if now.is_empty() {
             break;
         }
         assert!(
             Instant::now() < deadline,
-            "the interrupted build left containers: {:?}",
-            now.iter()
-                .filter(|c| !before.contains(c))
-                .collect::<Vec<_>>()
+            "the interrupted build left containers: {now:?}"
         );
         std::thread::sleep(Duration::from_millis(250));
     }

@@ -3,7 +3,8 @@
 //! expectations carry keys only the script reads (`target_ccs`, `unconfirmed`, time limits).
 
 use crate::support::{fixture, tempdir, write};
-use envbuild::core::smoke::{parse_output, Check, CheckStatus, SmokeReport, SCRIPT};
+use envbuild::core::report::{Check, Status as CheckStatus};
+use envbuild::core::smoke::{parse_output, SmokeReport, SCRIPT};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 

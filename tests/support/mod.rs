@@ -25,6 +25,18 @@ use std::sync::{Mutex, MutexGuard};
 /// filter by label) and this machine has few cores.
 static DOCKER_LOCK: Mutex<()> = Mutex::new(());
 
+/// The run-id prefix of every smoke container this test process makes: in-process runs use
+/// [`run_id`], and the binary gets it through `ENVBUILD_RUN_ID`.
+pub fn run_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| format!("test{}", &docker::new_run_id()[..8]))
+}
+
+/// A run id for an in-process smoke run, under [`run_prefix`].
+pub fn run_id() -> String {
+    format!("{}-{}", run_prefix(), docker::new_run_id())
+}
+
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
@@ -59,15 +71,33 @@ impl Docker {
         self.rt.block_on(f)
     }
 
-    /// The ids of every container on the engine (running or not).
-    pub fn all_containers(&self) -> Vec<String> {
+    /// Every container on the engine (running or not): (id, command, labels).
+    fn containers(&self) -> Vec<(String, String, std::collections::HashMap<String, String>)> {
         let opts = bollard::query_parameters::ListContainersOptionsBuilder::default()
             .all(true)
             .build();
         let list = self
             .block_on(self.client.list_containers(Some(opts)))
             .expect("list containers");
-        list.into_iter().filter_map(|c| c.id).collect()
+        list.into_iter()
+            .filter_map(|c| {
+                Some((
+                    c.id?,
+                    c.command.unwrap_or_default(),
+                    c.labels.unwrap_or_default(),
+                ))
+            })
+            .collect()
+    }
+
+    /// Ids of containers whose command contains `needle` (a test's nonce in a `RUN` step): the
+    /// engine may be shared, so a test counts only the build containers it made itself.
+    pub fn containers_running(&self, needle: &str) -> Vec<String> {
+        self.containers()
+            .into_iter()
+            .filter(|(_, cmd, _)| cmd.contains(needle))
+            .map(|(id, _, _)| id)
+            .collect()
     }
 
     /// The OCI runtimes the engine has registered (`runc`, `nvidia`, ...), sorted.
@@ -137,13 +167,19 @@ impl Docker {
         }
     }
 
-    /// Ids of containers carrying `dev.envbuild.smoke=1`.
+    /// Ids of this test process's smoke containers: labelled `dev.envbuild.smoke=1` with a run
+    /// id that starts with [`run_prefix`]. Other runs on a shared engine are not counted.
     pub fn smoke_containers(&self) -> Vec<String> {
-        self.block_on(docker::run::containers_with_label(
-            &self.engine,
-            "dev.envbuild.smoke=1",
-        ))
-        .expect("list containers")
+        self.containers()
+            .into_iter()
+            .filter(|(_, _, labels)| {
+                labels.get("dev.envbuild.smoke").map(String::as_str) == Some("1")
+                    && labels
+                        .get(docker::labels::RUN_ID)
+                        .is_some_and(|r| r.starts_with(run_prefix()))
+            })
+            .map(|(id, _, _)| id)
+            .collect()
     }
 
     pub fn assert_no_smoke_container(&self, context: &str) {

@@ -133,8 +133,25 @@ pub async fn connect() -> Result<Engine, Failure> {
     }
 }
 
-/// A new id for one run's containers: unique enough to tell concurrent runs apart.
+/// A new id for one run's containers: unique enough to tell concurrent runs apart. With
+/// `ENVBUILD_RUN_ID=PREFIX` (letters, digits, `-`, `_`, `.`; at most 64) it is `PREFIX-<id>`, so
+/// a CI job can find and clean up its own containers on a shared engine.
 pub fn new_run_id() -> String {
+    let id = random_id();
+    match std::env::var("ENVBUILD_RUN_ID") {
+        Ok(p) if valid_run_prefix(&p) => format!("{p}-{id}"),
+        _ => id,
+    }
+}
+
+fn valid_run_prefix(p: &str) -> bool {
+    !p.is_empty()
+        && p.len() <= 64
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+fn random_id() -> String {
     use sha2::{Digest, Sha256};
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
