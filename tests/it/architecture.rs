@@ -11,7 +11,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("core", &[]),
     ("infra", &["core"]),
     ("app", &["core", "infra"]),
-    ("cli", &[]),
+    // The argument parsers share core's grammar (sizes), so the CLI and the lock agree.
+    ("cli", &["core"]),
     ("commands", &["core", "infra", "app", "cli"]),
 ];
 

@@ -276,6 +276,7 @@ fn sigint_during_the_smoke_test_removes_the_container() {
     let hang = support::hanging_image(&d);
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
         .args(["test", &hang, "--gpus", "none", "--timeout", "120"])
+        .env("ENVBUILD_RUN_ID", support::run_prefix())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
