@@ -396,3 +396,27 @@ fn rust_version_is_true() {
         "the README must say `Rust ({declared} or newer)`"
     );
 }
+
+/// The README's module table lists exactly the files under src/ (tests.rs files aside).
+#[test]
+fn the_readme_lists_every_module() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
+    let listed: BTreeSet<String> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `src/"))
+        .filter_map(|l| l.split_once('`'))
+        .map(|(path, _)| format!("src/{path}"))
+        .collect();
+    let files: BTreeSet<String> = sources()
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .filter(|rel| !rel.ends_with("tests.rs"))
+        .map(|rel| format!("src/{rel}"))
+        .collect();
+    let missing: Vec<_> = files.difference(&listed).collect();
+    let stale: Vec<_> = listed.difference(&files).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "README Architecture table: missing {missing:?}, not in src/ {stale:?}"
+    );
+}
