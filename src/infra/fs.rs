@@ -1,8 +1,8 @@
 //! File helpers: bounded reads and atomic writes. This module performs file I/O.
 
 use crate::core::diag::{Code, Diagnostic, Failure};
-use std::io::Write;
-use std::path::Path;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
 /// Inputs larger than this are refused before parsing: no spec or lock is anywhere near it.
 pub const MAX_INPUT_BYTES: u64 = 1024 * 1024;
@@ -70,6 +70,7 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     let refuse = |message: String, hint: String| {
         Failure::one(Diagnostic::error(kind.code(), message).with_hint(hint))
     };
+    // `metadata` follows symlinks, so a link to /dev/zero is seen as the device it is.
     let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
     if meta.is_dir() {
         return Err(refuse(
@@ -77,18 +78,36 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
             format!("pass the {name} file itself"),
         ));
     }
-    if meta.len() > MAX_INPUT_BYTES {
+    // A FIFO would block the open and a device never ends: refuse both before opening.
+    if !meta.is_file() {
         return Err(refuse(
             format!(
-                "`{}` is {} bytes; envbuild reads files of at most {} bytes",
-                path.display(),
-                meta.len(),
-                MAX_INPUT_BYTES
+                "`{}` is not a regular file (a pipe, device or socket)",
+                path.display()
             ),
-            format!("is this the right file? a {name} is {size}"),
+            format!("pass the {name} file itself; envbuild reads only regular files"),
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| Failure::io(path, &e))?;
+    let too_large = |len: u64| {
+        refuse(
+            format!(
+                "`{}` is {len} bytes; envbuild reads files of at most {MAX_INPUT_BYTES} bytes",
+                path.display(),
+            ),
+            format!("is this the right file? a {name} is {size}"),
+        )
+    };
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(too_large(meta.len()));
+    }
+    // The cap holds while reading too: a file that grows after the check is cut off.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| Failure::io(path, &e))?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
     String::from_utf8(bytes).map_err(|e| {
         refuse(
             format!(
@@ -137,39 +156,189 @@ pub fn read_template_dir(dir: &Path) -> Result<crate::core::render::TemplateOver
     })
 }
 
-/// Write `contents` to `path` atomically: a temporary file in the same directory, fsync, rename.
-/// On any error nothing is left at `path` that was not there before.
+/// Write `contents` to `path` atomically: see [`write_all_atomic`].
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     write_all_atomic(&[(path.to_path_buf(), contents.to_vec())])
+}
+
+/// Temporaries start with this, so a run killed mid-write leaves files that say whose they are,
+/// and the next write into the same folder removes them once they are [`STALE_TEMP`] old.
+pub const TEMP_PREFIX: &str = ".envbuild-tmp-";
+/// Older than this, a temporary cannot belong to a write still in progress (writes take ms).
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Where one file goes.
+enum Target {
+    /// A regular file, or nothing yet: replaced atomically (temporary sibling, then rename).
+    Replace(PathBuf),
+    /// A character device, FIFO or socket (`--junit /dev/stdout`): written through, never
+    /// replaced by a regular file.
+    Through(PathBuf),
+}
+
+/// Decide how to write `path`. A symlink is followed (its target is written, the link kept);
+/// a directory, or a link to nothing, is an error.
+fn target(path: &Path) -> Result<Target, Failure> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Target::Replace(path.to_path_buf()))
+        }
+        Err(e) => return Err(Failure::io(path, &e)),
+        Ok(m) => m,
+    };
+    let real = if meta.file_type().is_symlink() {
+        std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?
+    } else {
+        path.to_path_buf()
+    };
+    let meta = std::fs::metadata(&real).map_err(|e| Failure::io(&real, &e))?;
+    if meta.is_dir() {
+        return Err(Failure::one(
+            Diagnostic::error(
+                crate::core::diag::codes::IO_ERROR,
+                format!("cannot write `{}`: it is a directory", path.display()),
+            )
+            .with_hint("name a file, not a directory"),
+        ));
+    }
+    Ok(if meta.is_file() {
+        Target::Replace(real)
+    } else {
+        Target::Through(real)
+    })
 }
 
 /// Write several files so that either all of them are written or none is changed: every file is
 /// first written to a temporary sibling, and only when all succeeded are they renamed in place.
 /// A file whose contents are already on disk is left untouched (its mtime too).
 ///
-/// Atomic against errors and interruption (a reader sees the old file or the new one, never a
-/// part). Like cargo with Cargo.lock, envbuild does not fsync: surviving power loss is the file
-/// system's job, and an fsync costs more than the whole resolution.
-pub fn write_all_atomic(files: &[(std::path::PathBuf, Vec<u8>)]) -> Result<(), Failure> {
-    let mut staged = Vec::with_capacity(files.len());
-    for (path, contents) in files {
-        if std::fs::read(path).is_ok_and(|old| old == *contents) {
-            continue;
+/// Writers into one folder are serialised (an exclusive lock on the folder), so two concurrent
+/// renders into one folder give one set or the other, not a mix. Folders this call created are
+/// removed again when it fails. Like cargo with Cargo.lock, envbuild does not fsync: surviving
+/// power loss is the file system's job, and an fsync costs more than the whole resolution.
+pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
+    let mut created = Vec::new();
+    let result = write_all_in_dirs(files, &mut created);
+    if result.is_err() {
+        // Innermost first; a folder that is not empty (someone else wrote there) stays.
+        for dir in created.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
         }
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        std::fs::create_dir_all(dir).map_err(|e| Failure::io(dir, &e))?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Failure::io(dir, &e))?;
-        tmp.write_all(contents).map_err(|e| Failure::io(path, &e))?;
-        set_mode(tmp.as_file(), path).map_err(|e| Failure::io(path, &e))?;
-        staged.push((tmp, path));
     }
-    for (tmp, path) in staged {
-        tmp.persist(path).map_err(|e| Failure::io(path, &e.error))?;
+    result
+}
+
+fn write_all_in_dirs(
+    files: &[(PathBuf, Vec<u8>)],
+    created: &mut Vec<PathBuf>,
+) -> Result<(), Failure> {
+    let mut dirs: Vec<PathBuf> = files.iter().map(|(p, _)| parent_of(p)).collect();
+    dirs.sort();
+    dirs.dedup();
+    let mut locks = Vec::with_capacity(dirs.len());
+    for dir in &dirs {
+        create_dirs(dir, created)?;
+        locks.push(lock_dir(dir)?);
+        remove_stale_temps(dir);
+    }
+    let mut staged = Vec::with_capacity(files.len());
+    let mut through = Vec::new();
+    for (path, contents) in files {
+        match target(path)? {
+            Target::Through(real) => through.push((real, contents)),
+            Target::Replace(real) => {
+                if std::fs::read(&real).is_ok_and(|old| old == *contents) {
+                    continue;
+                }
+                staged.push((stage(&real, contents)?, real));
+            }
+        }
+    }
+    for (real, contents) in through {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&real)
+            .and_then(|mut f| f.write_all(contents))
+            .map_err(|e| Failure::io(&real, &e))?;
+    }
+    for (tmp, real) in staged {
+        tmp.persist(&real)
+            .map_err(|e| Failure::io(&real, &e.error))?;
+    }
+    drop(locks);
+    Ok(())
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// `create_dir_all`, remembering each folder it made (outermost first).
+fn create_dirs(dir: &Path, created: &mut Vec<PathBuf>) -> Result<(), Failure> {
+    let mut missing = Vec::new();
+    let mut d = dir;
+    while !d.as_os_str().is_empty() && !d.exists() {
+        missing.push(d.to_path_buf());
+        match d.parent() {
+            Some(p) => d = p,
+            None => break,
+        }
+    }
+    for m in missing.into_iter().rev() {
+        match std::fs::create_dir(&m) {
+            Ok(()) => created.push(m),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(Failure::io(&m, &e)),
+        }
     }
     Ok(())
+}
+
+/// An exclusive lock on a folder, held until dropped (flock on the folder itself: no lock file
+/// is left beside the user's files).
+fn lock_dir(dir: &Path) -> Result<std::fs::File, Failure> {
+    let f = std::fs::File::open(dir).map_err(|e| Failure::io(dir, &e))?;
+    f.lock().map_err(|e| Failure::io(dir, &e))?;
+    Ok(f)
+}
+
+/// Remove temporaries that a killed run left in `dir`. Best effort: a folder that cannot be
+/// listed is reported by the write itself.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE_TEMP);
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// `contents` in a temporary sibling of `real`, with the final file's mode.
+fn stage(real: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile, Failure> {
+    let dir = parent_of(real);
+    let name = real
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{name}-"))
+        .tempfile_in(&dir)
+        .map_err(|e| Failure::io(&dir, &e))?;
+    tmp.write_all(contents).map_err(|e| Failure::io(real, &e))?;
+    set_mode(tmp.as_file(), real).map_err(|e| Failure::io(real, &e))?;
+    Ok(tmp)
 }
 
 /// Temporary files are private (0600); what envbuild writes is meant to be read (a build
@@ -261,5 +430,123 @@ mod tests {
             3,
             "no temp file left behind"
         );
+    }
+
+    #[test]
+    fn pipes_devices_and_links_to_them_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("spec.toml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo");
+        let link = dir.path().join("zero.lock");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        for (path, kind) in [
+            (fifo.as_path(), Input::Spec),
+            (Path::new("/dev/zero"), Input::Table),
+            (Path::new("/dev/urandom"), Input::Spec),
+            (link.as_path(), Input::Lock),
+        ] {
+            let f = read_text(path, kind).unwrap_err();
+            assert!(
+                f.to_string().contains("not a regular file"),
+                "{path:?}: {f}"
+            );
+        }
+    }
+
+    #[test]
+    fn devices_are_written_through_links_followed_and_folders_refused() {
+        use std::os::unix::fs::FileTypeExt;
+        write_atomic(Path::new("/dev/null"), b"<xml/>").unwrap();
+        let meta = std::fs::metadata("/dev/null").unwrap();
+        assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
+
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.xml");
+        std::fs::write(&real, "old").unwrap();
+        let link = dir.path().join("report.xml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+
+        let err = write_atomic(dir.path(), b"x").unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+    }
+
+    #[test]
+    fn stale_temporaries_are_removed_and_failed_writes_leave_no_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(format!("{TEMP_PREFIX}envbuild.lock-abc"));
+        let fresh = dir.path().join(format!("{TEMP_PREFIX}envbuild.lock-def"));
+        std::fs::write(&old, "partial").unwrap();
+        std::fs::write(&fresh, "in progress").unwrap();
+        let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
+        write_atomic(&dir.path().join("envbuild.lock"), b"lock").unwrap();
+        assert!(!old.exists(), "a stale temporary stays");
+        assert!(fresh.exists(), "a temporary that may be in use was removed");
+
+        let blocker = dir.path().join("blocker");
+        std::fs::write(&blocker, "x").unwrap();
+        let err = write_all_atomic(&[
+            (dir.path().join("new/deeper/a.yml"), b"a".to_vec()),
+            (blocker.join("f"), b"y".to_vec()),
+        ]);
+        assert!(err.is_err());
+        assert!(!dir.path().join("new").exists(), "a created folder stays");
+    }
+
+    #[test]
+    fn concurrent_writers_into_one_folder_never_show_a_mix() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ["Dockerfile", "environment.yml", "pod.yaml"];
+        let set = |tag: &str| -> Vec<(PathBuf, Vec<u8>)> {
+            names
+                .iter()
+                .map(|n| (dir.path().join(n), format!("{tag}\n").into_bytes()))
+                .collect()
+        };
+        let (a, b) = (set("a"), set("b"));
+        write_all_atomic(&a).unwrap();
+        let start = std::sync::Barrier::new(3);
+        let mixes = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for files in [&a, &b] {
+                let start = &start;
+                s.spawn(move || {
+                    start.wait();
+                    for _ in 0..300 {
+                        write_all_atomic(files).unwrap();
+                    }
+                });
+            }
+            // A reader that takes the same folder lock sees one whole set every time.
+            s.spawn(|| {
+                start.wait();
+                for _ in 0..300 {
+                    let _held = lock_dir(dir.path()).unwrap();
+                    let seen: Vec<Vec<u8>> = names
+                        .iter()
+                        .map(|n| std::fs::read(dir.path().join(n)).unwrap())
+                        .collect();
+                    if seen.iter().any(|c| *c != seen[0]) {
+                        mixes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        });
+        assert_eq!(mixes.into_inner(), 0, "a reader saw a mix of two sets");
     }
 }
