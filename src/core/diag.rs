@@ -37,7 +37,7 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+        write!(f, "{}:{}:{}", printable(&self.file), self.line, self.column)
     }
 }
 
@@ -101,6 +101,26 @@ impl fmt::Display for Diagnostic {
         }
         Ok(())
     }
+}
+
+/// `s` with control characters and Unicode line breaks escaped (`\n`, `\u{2028}`), so a file
+/// name cannot end a message line, forge another diagnostic or add lines to a file it is
+/// written into.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// A path for a message: [`printable`] of its display form.
+pub fn shown(path: &std::path::Path) -> String {
+    printable(&path.display().to_string())
 }
 
 /// Process exit codes: the contract documented in the README and `--help`.
@@ -167,7 +187,7 @@ impl Failure {
         Failure::one(
             Diagnostic::error(
                 codes::IO_ERROR,
-                format!("cannot access `{}`: {err}", path.display()),
+                format!("cannot access `{}`: {err}", shown(path)),
             )
             .with_hint(hint),
         )
@@ -210,4 +230,27 @@ pub mod codes {
     pub const IO_ERROR: Code = "IO_ERROR";
     /// Every code above.
     pub const ALL: &[Code] = &[USAGE, INTERNAL, IO_ERROR];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printable_escapes_what_could_end_a_line() {
+        assert_eq!(
+            printable("a\nb\rc\td\u{2028}e\u{1b}[31m"),
+            "a\\nb\\rc\\td\\u{2028}e\\u{1b}[31m"
+        );
+        assert_eq!(
+            printable("plain/ünïcode path.toml"),
+            "plain/ünïcode path.toml"
+        );
+        let loc = Location {
+            file: "x\ny".into(),
+            line: 1,
+            column: 2,
+        };
+        assert_eq!(loc.to_string(), "x\\ny:1:2");
+    }
 }

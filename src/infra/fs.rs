@@ -1,6 +1,6 @@
 //! File helpers: bounded reads and atomic writes. This module performs file I/O.
 
-use crate::core::diag::{Code, Diagnostic, Failure};
+use crate::core::diag::{shown, Code, Diagnostic, Failure};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -74,7 +74,7 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
     if meta.is_dir() {
         return Err(refuse(
-            format!("`{}` is a directory, not a file", path.display()),
+            format!("`{}` is a directory, not a file", shown(path)),
             format!("pass the {name} file itself"),
         ));
     }
@@ -83,7 +83,7 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
         return Err(refuse(
             format!(
                 "`{}` is not a regular file (a pipe, device or socket)",
-                path.display()
+                shown(path)
             ),
             format!("pass the {name} file itself; envbuild reads only regular files"),
         ));
@@ -92,7 +92,7 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
         refuse(
             format!(
                 "`{}` is {len} bytes; envbuild reads files of at most {MAX_INPUT_BYTES} bytes",
-                path.display(),
+                shown(path),
             ),
             format!("is this the right file? a {name} is {size}"),
         )
@@ -112,7 +112,7 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
         refuse(
             format!(
                 "`{}` is not UTF-8 text (invalid byte at offset {})",
-                path.display(),
+                shown(path),
                 e.utf8_error().valid_up_to()
             ),
             format!("a {name} is {format}"),
@@ -128,7 +128,7 @@ pub fn read_template_dir(dir: &Path) -> Result<crate::core::render::TemplateOver
         Failure::one(
             Diagnostic::error(
                 crate::core::render::codes::TEMPLATE_ERROR,
-                format!("`{}` is not a directory of templates", dir.display()),
+                format!("`{}` is not a directory of templates", shown(dir)),
             )
             .with_hint("create one with `envbuild templates dump DIR`"),
         )
@@ -151,7 +151,7 @@ pub fn read_template_dir(dir: &Path) -> Result<crate::core::render::TemplateOver
         files.insert(name, read_text(&entry.path(), Input::Template)?);
     }
     Ok(crate::core::render::TemplateOverrides {
-        origin: dir.display().to_string(),
+        origin: shown(dir),
         files,
     })
 }
@@ -196,7 +196,7 @@ fn target(path: &Path) -> Result<Target, Failure> {
         return Err(Failure::one(
             Diagnostic::error(
                 crate::core::diag::codes::IO_ERROR,
-                format!("cannot write `{}`: it is a directory", path.display()),
+                format!("cannot write `{}`: it is a directory", shown(path)),
             )
             .with_hint("name a file, not a directory"),
         ));

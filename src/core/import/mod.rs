@@ -253,6 +253,19 @@ mod tests {
     }
 
     #[test]
+    fn a_file_name_with_a_line_break_stays_inside_the_comment() {
+        let yml = "name: x\nchannels: [conda-forge]\ndependencies:\n  - python=3.12.7\n  - pytorch=2.10.0=cuda129_generic_py312_h1234567_0\n";
+        let evil = "e.yml\nname = \"evil\"\n[target]\ndriver = \"1\"";
+        let out = import(yml, evil, &table(), &ImportOptions::default()).unwrap();
+        let first = out.lines().next().unwrap();
+        assert!(first.starts_with("# Imported from e.yml\\n"), "{first}");
+        let spec =
+            crate::core::spec::parse(&out, crate::core::spec::Format::Toml, "spec.toml", &table())
+                .unwrap();
+        assert_eq!(spec.name, "x");
+    }
+
+    #[test]
     fn floating_versions_are_refused_with_hints_all_at_once() {
         let yml = "name: x\ndependencies:\n  - python>=3.9\n  - pytorch\n  - numpy\n  - pip:\n    - requests>=2\n";
         let errs = import(yml, "e.yml", &table(), &ImportOptions::default()).unwrap_err();

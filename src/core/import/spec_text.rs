@@ -52,7 +52,7 @@ fn top_keys(i: &Imported) -> String {
     let f = i.found;
     let mut out = format!(
         "# Imported from {} by `envbuild import`.\nname = {}\npython = {}\npytorch = {}\nsource = {}\n",
-        i.file,
+        crate::core::diag::printable(i.file),
         q(&i.name),
         q(&i.python),
         q(&i.pytorch),
