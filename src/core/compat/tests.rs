@@ -76,9 +76,16 @@ fn toolkit_drivers_follow_nvidia_table() {
             .as_str(),
         "510.47.03"
     );
-    // 13.0.3 has no published driver: borrowed from 13.0.2 and marked unconfirmed.
+    // 13.0.3 and 13.2.2: the drivers in NVIDIA's installer names, a secondary source.
     let r = t.toolkit_driver(&v("13.0.3"), Os::Linux).unwrap();
-    assert_eq!(r.version.as_str(), "580.95.05");
+    assert_eq!(r.version.as_str(), "580.126.20");
+    assert_eq!(r.confidence, Confidence::Secondary);
+    let r = t.toolkit_driver(&v("13.2.2"), Os::Linux).unwrap();
+    assert_eq!(r.version.as_str(), "595.71.05");
+    assert_eq!(r.confidence, Confidence::Secondary);
+    // 12.3.2 still borrows from 12.3.1 and says so.
+    let r = t.toolkit_driver(&v("12.3.2"), Os::Linux).unwrap();
+    assert_eq!(r.version.as_str(), "545.23.08");
     assert!(r.confidence.is_unconfirmed());
     // 13.x has no Windows toolkit driver.
     assert!(t.toolkit_driver(&v("13.0.0"), Os::Windows).is_none());
@@ -184,4 +191,204 @@ fn a_broken_table_file_is_a_coded_error_not_a_panic() {
         let err = Table::parse(text, "t.toml").unwrap_err();
         assert_eq!(err.diagnostics[0].code, TABLE_INVALID);
     }
+}
+
+/// Source keys that mean "read off a real artifact" (a wheel, an image), not a document.
+const OBSERVED: [&str; 2] = ["observed-wheel-2026-12-01", "observed-image-2026-12-01"];
+
+fn cites(source: &str, key: &str) -> bool {
+    source.split_whitespace().any(|k| k == key)
+}
+
+fn observed(source: &str) -> bool {
+    OBSERVED.iter().any(|k| cites(source, k))
+}
+
+fn ccs(list: &[&str]) -> Vec<Cc> {
+    list.iter().map(|s| Cc::parse(s).unwrap()).collect()
+}
+
+#[test]
+fn every_row_of_every_section_cites_known_sources() {
+    // `check` covers torch, wheel, cuda, gpu, arch, channel and base_image rows; the rest here.
+    let t = table();
+    let known = |s: &str| s.split_whitespace().all(|k| t.sources.contains_key(k));
+    let rest = t
+        .cuda_family
+        .iter()
+        .map(|r| &r.source)
+        .chain(t.python.iter().map(|r| &r.source))
+        .chain(t.numpy1.iter().map(|r| &r.source))
+        .chain(t.wheel_aarch64.iter().map(|r| &r.source))
+        .chain(t.conda_forge_build.iter().map(|r| &r.source));
+    for s in rest {
+        assert!(!s.trim().is_empty() && known(s), "unknown source `{s}`");
+    }
+    for (key, text) in &t.sources {
+        assert!(!text.trim().is_empty(), "source {key} has no description");
+    }
+}
+
+#[test]
+fn ptx_claims_not_read_off_an_artifact_are_unconfirmed() {
+    // PyPI torch 2.14.1 carried no PTX where every document said 12.0+PTX: a PTX claim stands
+    // only when it was read off a built artifact.
+    let t = table();
+    for w in t.wheel.iter().filter(|w| !w.ptx.is_empty()) {
+        if !observed(&w.source) {
+            assert!(
+                w.ptx_confidence.is_unconfirmed() && cites(&w.source, "ptx-doc-only"),
+                "wheel {} {}: PTX from documents only must be unconfirmed",
+                w.torch,
+                w.variant
+            );
+        }
+    }
+    for a in t.wheel_aarch64.iter().filter(|a| !a.ptx.is_empty()) {
+        assert!(
+            a.confidence.is_unconfirmed() && cites(&a.source, "ptx-doc-only"),
+            "aarch64 {}",
+            a.variant
+        );
+    }
+    for b in t.conda_forge_build.iter().filter(|b| !b.ptx.is_empty()) {
+        if !observed(&b.source) {
+            assert!(
+                b.confidence.is_unconfirmed() && cites(&b.source, "ptx-doc-only"),
+                "conda-forge {}",
+                b.cuda
+            );
+        }
+    }
+}
+
+#[test]
+fn rows_read_off_real_wheels_say_what_was_read() {
+    // docs/table-evidence.md: the PyPI default wheel of one release per series, read on
+    // 2026-12-01 (compiled architectures, METADATA pins). Such a row is fully confirmed.
+    let t = table();
+    let kepler = ccs(&["3.7", "5.0", "6.0", "7.0", "7.5", "8.0", "8.6"]);
+    let old = ccs(&["5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"]);
+    let volta = ccs(&["7.0", "7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]);
+    let turing = ccs(&["7.5", "8.0", "8.6", "9.0", "10.0", "12.0"]);
+    let read = [
+        ("2.0", "cu117", &kepler, "11.7.1", "8.5.0.96", "2.14.3"),
+        ("2.1", "cu121", &old, "12.1.1", "8.9.2.26", "2.18.1"),
+        ("2.2", "cu121", &old, "12.1.1", "8.9.2.26", "2.19.3"),
+        ("2.3", "cu121", &old, "12.1.1", "8.9.2.26", "2.20.5"),
+        ("2.4", "cu121", &old, "12.1.1", "9.1.0.70", "2.20.5"),
+        ("2.5", "cu124", &old, "12.4.1", "9.1.0.70", "2.21.5"),
+        ("2.6", "cu124", &old, "12.4.1", "9.1.0.70", "2.21.5"),
+        ("2.7", "cu126", &old, "12.6.3", "9.5.1.17", "2.26.2"),
+        ("2.8", "cu128", &volta, "12.8.1", "9.10.2.21", "2.27.3"),
+        ("2.9", "cu128", &volta, "12.8.1", "9.10.2.21", "2.27.5"),
+        ("2.10", "cu128", &volta, "12.8.1", "9.10.2.21", "2.27.5"),
+        ("2.11", "cu130", &turing, "13.0.2", "9.19.0.56", "2.28.9"),
+        ("2.12", "cu130", &turing, "13.0.2", "9.20.0.48", "2.29.7"),
+        ("2.13", "cu130", &turing, "13.0.3", "9.20.0.48", "2.29.7"),
+        ("2.14", "cu130", &turing, "13.0.3", "9.24.0.43", "2.30.7"),
+        ("2.15", "cu132", &turing, "13.2.2", "9.26.0.51", "2.30.7"),
+    ];
+    for (series, variant, arch, cuda, cudnn, nccl) in read {
+        let w = t.wheel_row(&v(series), variant).expect("wheel row");
+        let at = format!("wheel {series} {variant}");
+        assert!(cites(&w.source, "observed-wheel-2026-12-01"), "{at}");
+        assert_eq!(&w.arch, arch, "{at}");
+        assert!(w.ptx.is_empty(), "{at}: no PTX in the real wheel");
+        assert_eq!(w.cuda.as_str(), cuda, "{at}");
+        assert_eq!(w.cudnn, cudnn, "{at}");
+        assert_eq!(w.nccl.as_deref(), Some(nccl), "{at}");
+        assert_eq!(w.confidence, Confidence::Primary, "{at}");
+        assert_eq!(w.ptx_confidence, Confidence::Primary, "{at}");
+        assert_eq!(w.cudnn_confidence, Confidence::Primary, "{at}");
+        assert!(w.unconfirmed_arch.is_empty(), "{at}");
+    }
+    // 1.12.1 (CUDA 10.2 bundled) and 1.13.1 (no NCCL pin) were read too.
+    let w = t.wheel_row(&v("1.12"), "cu102").unwrap();
+    assert_eq!(w.arch, ccs(&["3.7", "5.0", "6.0", "7.0"]));
+    let w = t.wheel_row(&v("1.13"), "cu117").unwrap();
+    assert_eq!(
+        (w.arch.clone(), w.cudnn.as_str()),
+        (kepler.clone(), "8.5.0.96")
+    );
+    assert_eq!(
+        t.torch_row(&v("1.12.1")).unwrap().pypi_default_confidence,
+        Confidence::Primary
+    );
+    // And the observed source is not claimed by a row nobody read.
+    let mut read_rows: Vec<(&str, &str)> = read.iter().map(|r| (r.0, r.1)).collect();
+    read_rows.extend([("1.12", "cu102"), ("1.13", "cu117")]);
+    for w in &t.wheel {
+        let key = (w.torch.as_str(), w.variant.as_str());
+        assert_eq!(
+            cites(&w.source, "observed-wheel-2026-12-01"),
+            read_rows.contains(&key),
+            "wheel {} {}",
+            w.torch,
+            w.variant
+        );
+    }
+}
+
+#[test]
+fn corrections_checked_against_real_artifacts_hold() {
+    // compat-facts section 7 (2026-12-01).
+    let t = table();
+    let torch = |s: &str| t.torch_row(&v(s)).expect("torch row");
+    let vs = |l: &[&str]| l.iter().map(|s| v(s)).collect::<Vec<_>>();
+    // torch 2.6.0's builds disagree on glibc (cu118/cu124 2.17, cu126 2.28): the per-release
+    // floor is the highest one and stays unconfirmed, so a lower target warns, never passes
+    // silently with the cu126 wheel.
+    assert_eq!(torch("2.6.0").glibc.as_str(), "2.28");
+    assert!(torch("2.6.0").glibc_confidence.is_unconfirmed());
+    // A release's glibc is never below that of an older release.
+    for w in t.torch.windows(2) {
+        assert!(
+            w[0].glibc <= w[1].glibc,
+            "{} > {}",
+            w[0].version,
+            w[1].version
+        );
+    }
+    // conda-forge builds, from the feedstock's history.
+    assert!(
+        torch("2.5.0").conda_forge.is_empty(),
+        "2.5.0 was never built"
+    );
+    assert_eq!(torch("2.10.0").conda_forge, vs(&["12.9", "13.0"]));
+    assert_eq!(torch("2.10.0").conda_forge_win, vs(&["12.8", "13.0"]));
+    assert_eq!(torch("2.7.1").conda_forge, vs(&["12.6", "12.9"]));
+    assert_eq!(
+        torch("2.7.1").conda_forge_win,
+        vs(&["12.6", "12.8", "12.9"])
+    );
+    assert_eq!(torch("2.5.1").conda_forge_win, vs(&["12.0", "12.6"]));
+    assert_eq!(torch("2.4.1").conda_forge, vs(&["11.8", "12.0"]));
+    assert_eq!(torch("2.0.0").conda_forge, vs(&["11.2", "11.8", "12.0"]));
+    for r in ["1.12.0", "1.13.0"] {
+        assert_eq!(
+            torch(r).conda_forge,
+            vs(&["10.2", "11.0", "11.1", "11.2"]),
+            "{r}"
+        );
+    }
+    for r in [
+        "2.10.0", "2.7.1", "2.5.1", "2.4.1", "2.0.0", "1.12.0", "1.13.0",
+    ] {
+        assert!(cites(&torch(r).source, "cf-feedstock-history"), "{r}");
+        assert_eq!(torch(r).conda_forge_confidence, Confidence::Primary, "{r}");
+    }
+    // Python 3.12 is experimental in 2.2 and 2.3.
+    for r in ["2.2.0", "2.2.1", "2.2.2", "2.3.0", "2.3.1"] {
+        assert!(torch(r).python_experimental.contains(&v("3.12")), "{r}");
+    }
+    // cu117 was CUDA 11.7.1 (runtime 11.7.99); 2.14.1's cu132 is CUDA 13.2.2.
+    for series in ["1.13", "2.0"] {
+        let w = t.wheel_row(&v(series), "cu117").unwrap();
+        assert_eq!(w.cuda.as_str(), "11.7.1", "{series}");
+    }
+    assert_eq!(
+        t.wheel_row(&v("2.14"), "cu132").unwrap().cuda.as_str(),
+        "13.2.2"
+    );
 }
