@@ -1,7 +1,9 @@
 //! `TABLE_MISMATCH`: what a smoke report observed against the table row the lock came from. Only
 //! the locked build is compared (same torch release, same CUDA major.minor): another torch is
-//! drift, which the smoke test itself fails (`VERSION_DRIFT`), not an error of the table. A
-//! mismatch is a warning: the build is what it is, and the verdict stays the smoke test's.
+//! drift, which the smoke test itself fails (`VERSION_DRIFT`), not an error of the table; except
+//! that the locked release from PyPI with another CUDA means the table's `pypi_default` is
+//! wrong. A mismatch is a warning: the build is what it is, and the verdict stays the smoke
+//! test's.
 //! This module performs no I/O.
 
 use super::{arch_text, codes, first_three, Observed};
@@ -31,6 +33,9 @@ pub struct RowFacts {
     /// The release's glibc floor on Linux x86_64 wheels, and whether this build is the one the
     /// table's column describes (PyPI's default build); `None` for other sources and platforms.
     pub glibc: Option<(Version, bool)>,
+    /// For a PyPI lock, the `[[torch]]` row that says which build PyPI serves (`pypi_default`):
+    /// plain `pip install torch==X` has no other way to get another CUDA.
+    pub pypi_row: Option<String>,
 }
 
 /// One fact on which a build and the table disagree.
@@ -83,6 +88,7 @@ pub fn row_facts(lock: &Lock, table: &Table) -> Option<RowFacts> {
             ptx: b.ptx.clone(),
             python: None,
             glibc: None,
+            pypi_row: None,
         });
     }
     let variant = lock
@@ -122,17 +128,33 @@ pub fn row_facts(lock: &Lock, table: &Table) -> Option<RowFacts> {
         glibc: t
             .filter(|_| wheel_source && lock.platform == Platform::Linux64)
             .map(|t| (t.glibc.clone(), t.pypi_default == variant)),
+        pypi_row: t
+            .filter(|_| lock.source == Source::Pypi)
+            .map(|t| format!("[[torch]] {} ({from})", t.version)),
     })
 }
 
 /// Where the observed build and the row disagree; empty when the report is of another build.
 pub fn compare(obs: &Observed, row: &RowFacts) -> Vec<Mismatch> {
-    let same_cuda = obs
-        .cuda
-        .as_ref()
-        .is_some_and(|c| (c.major(), c.minor()) == (row.cuda.major(), row.cuda.minor()));
-    if obs.torch.as_ref() != Some(&row.torch) || !same_cuda {
+    let (Some(torch), Some(cuda)) = (&obs.torch, &obs.cuda) else {
         return Vec::new();
+    };
+    if *torch != row.torch {
+        return Vec::new();
+    }
+    if (cuda.major(), cuda.minor()) != (row.cuda.major(), row.cuda.minor()) {
+        // The locked release with another CUDA: from PyPI that is the table's `pypi_default`
+        // being wrong (nothing else picks the build); from an index it is drift.
+        return row
+            .pypi_row
+            .iter()
+            .map(|pypi_row| Mismatch {
+                row: pypi_row.clone(),
+                fact: "PyPI's build is",
+                table: variant_of(&row.cuda),
+                observed: format!("a CUDA {cuda} build ({})", variant_of(cuda)),
+            })
+            .collect();
     }
     let mut out = Vec::new();
     let mut push = |row: &str, fact: &'static str, table: String, observed: String| {

@@ -172,6 +172,7 @@ fn row(ptx: &[Cc]) -> RowFacts {
                 .collect(),
         ),
         glibc: Some((Version::parse("2.28").unwrap(), true)),
+        pypi_row: None,
     }
 }
 
@@ -207,6 +208,19 @@ fn only_the_locked_build_is_compared() {
             "{torch}"
         );
     }
+    // From PyPI, the locked release with another CUDA means the table's PyPI build is wrong.
+    let pypi = RowFacts {
+        pypi_row: Some("[[torch]] 2.14.1 (torch 2.14.1 from pypi)".into()),
+        ..r.clone()
+    };
+    let cu128 = report("2.14.1+cu128", "12.8", REAL_2141_FLAGS, "3.13.1", &[]);
+    let m = compare(&Observed::from_report(&cu128), &pypi);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!(
+        (m[0].table.as_str(), m[0].observed.as_str()),
+        ("cu130", "a CUDA 12.8 build (cu128)")
+    );
+    assert!(m[0].row.starts_with("[[torch]] 2.14.1"));
     // A CPU build (no CUDA) or an unread arch list compares nothing it lacks.
     let mut cpu = real_2141();
     cpu.environment.remove("cuda");
@@ -289,6 +303,7 @@ fn the_row_of_a_lock_is_the_tables_row() {
     );
     let t = table.torch_row(&Version::parse("2.14.1").unwrap()).unwrap();
     assert_eq!(r.glibc, Some((t.glibc.clone(), true)));
+    assert!(r.pypi_row.is_some(), "a PyPI lock names the row of its default build");
 
     let cf = Lock::from_toml(include_str!(
         "../../../specs/conda-forge-torch210/envbuild.lock"
@@ -303,7 +318,7 @@ fn the_row_of_a_lock_is_the_tables_row() {
         (b.arch.clone(), b.ptx.clone())
     );
     assert!(r.row.contains("conda_forge_build") && r.row.contains("conda-forge"));
-    assert_eq!((r.python, r.glibc), (None, None));
+    assert_eq!((r.python, r.glibc, r.pypi_row), (None, None, None));
 }
 
 #[test]
