@@ -17,6 +17,7 @@ pub fn all() -> Vec<&'static str> {
     v.extend_from_slice(crate::core::diag::codes::ALL);
     v.extend_from_slice(crate::core::spec::codes::ALL);
     v.push(crate::core::compat::TABLE_INVALID);
+    v.extend_from_slice(crate::core::learn::codes::ALL);
     v.extend_from_slice(crate::core::resolve::codes::ALL);
     v.push(crate::core::render::codes::TEMPLATE_ERROR);
     v.extend_from_slice(crate::core::smoke::codes::ALL);

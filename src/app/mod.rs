@@ -5,6 +5,7 @@
 pub mod codes;
 pub mod image;
 pub mod import;
+pub mod learn;
 pub mod lock;
 pub mod render;
 pub mod test;

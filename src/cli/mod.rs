@@ -60,7 +60,7 @@ pub enum Command {
     Smoke(SmokeArgs),
     /// Check this host (driver, GPUs, container GPU runtime) against a lock, or alone.
     Doctor(DoctorArgs),
-    /// Show the embedded compatibility table.
+    /// Show the compatibility table in force, or correct it from real builds (`table learn`).
     #[command(name = "table")]
     ShowTable(TableArgs),
     /// Turn a conda environment.yml into an envbuild spec.
@@ -294,7 +294,10 @@ pub enum TableSection {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct TableArgs {
+    #[command(subcommand)]
+    pub command: Option<TableCommand>,
     /// Which part to show (default: a summary of every part).
     #[arg(value_enum)]
     pub section: Option<TableSection>,
@@ -304,6 +307,36 @@ pub struct TableArgs {
     /// Print the whole table as TOML (a starting point for `--table FILE`).
     #[arg(long, conflicts_with = "section")]
     pub toml: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TableCommand {
+    /// Turn passing smoke reports into a corrected table for `--table FILE`.
+    Learn(LearnArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = exit_codes!(
+    before: "\
+Writes the whole table in force (the embedded one, or `--table FILE`) with the rows the reports
+describe corrected and marked `observed`: the wheel's GPU architectures, PTX, cuDNN and NCCL,
+the release's Pythons and glibc floor. Learns from PyPI and PyTorch-index wheels on Linux x86_64.",
+    "the table was written",
+    "a report did not pass, lacks a fact, or contradicts another"
+))]
+pub struct LearnArgs {
+    /// `--json` output of `envbuild smoke`, `envbuild test` or `envbuild image`.
+    #[arg(required = true, value_name = "REPORT.json")]
+    pub reports: Vec<PathBuf>,
+    /// Write the table here instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The day of reports that carry no date (YYYY-MM-DD).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse::date)]
+    pub date: Option<String>,
+    /// The image of reports that do not name one (`envbuild smoke --json` ran outside an image).
+    #[arg(long, value_name = "NAME")]
+    pub image: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -15,9 +15,33 @@ pub fn size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A day for `table learn --date`: `YYYY-MM-DD` (see `core::learn::is_date`).
+pub fn date(s: &str) -> Result<String, String> {
+    if crate::core::learn::is_date(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` is not a date such as 2026-12-01"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_year_month_day() {
+        assert_eq!(date("2026-12-01"), Ok("2026-12-01".to_string()));
+        for bad in [
+            "2026-13-01",
+            "2026-12-00",
+            "26-12-01",
+            "2026/12/01",
+            "2026-12-1",
+            "",
+        ] {
+            assert!(date(bad).unwrap_err().contains("not a date"), "{bad}");
+        }
+    }
 
     #[test]
     fn shm_sizes_take_every_docker_spelling() {

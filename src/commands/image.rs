@@ -83,7 +83,13 @@ pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, F
         build: None,
     };
     match crate::app::image::run(&rendered, &opts, &mut |e| display.event(e))? {
-        Ok(result) => report_run(&rendered, result, args.json, args.junit.as_deref()),
+        Ok(result) => report_run(
+            &rendered,
+            result,
+            args.json,
+            args.junit.as_deref(),
+            (table, &lock),
+        ),
         Err(f) => {
             // CI still gets its report files when the build itself failed.
             let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
@@ -93,12 +99,14 @@ pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, F
     }
 }
 
-/// Print the verdicts (with the builds in `--json`), write JUnit, and give the exit code.
+/// Print the verdicts (with the builds in `--json`), write JUnit, and give the exit code; `row`
+/// is the table and lock each image's torch is compared with (`TABLE_MISMATCH`).
 fn report_run(
     rendered: &RenderedImage,
     result: ImageRun,
     json: bool,
     junit: Option<&Path>,
+    row: (&crate::core::compat::Table, &crate::core::lock::Lock),
 ) -> Result<i32, Failure> {
     let mut extra = serde_json::Map::new();
     extra.insert(
@@ -123,7 +131,7 @@ fn report_run(
             .into(),
     );
     extra.insert("lock_sha256".into(), rendered.lock_hash.clone().into());
-    report(result.smokes, json, junit, extra)
+    report(result.smokes, json, junit, extra, Some(row))
 }
 
 /// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).

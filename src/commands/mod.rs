@@ -22,9 +22,9 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
     let table = load_table(cli.table.as_deref())?;
     match cli.command {
         Command::Lock(args) => lock::run(&table, &args),
-        Command::ShowTable(args) => table::run(&table, &args),
+        Command::ShowTable(args) => table::run(&table, cli.table.as_deref(), &args),
         Command::Import(args) => import::run(&table, &args),
-        Command::Smoke(args) => smoke::run(&args),
+        Command::Smoke(args) => smoke::run(&table, &args),
         Command::Doctor(args) => doctor::run(&table, &args),
         Command::Render(args) => render::run(&table, &args),
         Command::Templates(cmd) => render::templates(&cmd),

@@ -1,11 +1,15 @@
 //! Shared by `envbuild image` and `envbuild test`: report the smoke verdicts (the runs are
-//! `app::test`'s): table or JSON on stdout, JUnit file, exit code.
+//! `app::test`'s): table or JSON on stdout, JUnit file, exit code; and, given the lock, the
+//! `TABLE_MISMATCH` warnings where an image's torch disagrees with the table row the lock came
+//! from (stderr, and the `--json` document's `diagnostics`; they never change the verdict).
 //! Performs I/O: stdout/stderr and the JUnit file.
 //!
 //! The pass rule is `SmokeReport::passed`; the table and the JUnit writer are `core::report`'s.
 
 use crate::app::test::SmokeResult;
-use crate::core::diag::Failure;
+use crate::core::compat::Table;
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::lock::Lock;
 use crate::core::report::{junit_xml, Suite, SuiteBody};
 use crate::core::smoke::{junit_suite, render_table};
 use crate::infra::docker::run::SmokeOutcome;
@@ -24,14 +28,27 @@ pub fn error_suite<'a>(name: &str, f: &'a Failure) -> Suite<'a> {
     }
 }
 
+/// `TABLE_MISMATCH` for every image whose smoke test gave a report, against the lock's row.
+pub fn mismatches(results: &[SmokeResult], table: &Table, lock: &Lock) -> Vec<Diagnostic> {
+    results
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok().map(|o| (r, o)))
+        .flat_map(|(r, o)| crate::core::learn::table_mismatches(&o.report, lock, table, &r.name))
+        .collect()
+}
+
 /// Print the verdicts, write JUnit, and turn them into the exit code (or the first failure).
-/// `extra` is merged into the `--json` document (build results of `envbuild image`).
+/// `extra` is merged into the `--json` document (build results of `envbuild image`); `row` is
+/// the table and lock to compare each image's torch with (`TABLE_MISMATCH`), when there is a
+/// lock.
 pub fn report(
     results: Vec<SmokeResult>,
     json: bool,
     junit: Option<&Path>,
     extra: serde_json::Map<String, serde_json::Value>,
+    row: Option<(&Table, &Lock)>,
 ) -> Result<i32, Failure> {
+    let warnings = row.map_or_else(Vec::new, |(table, lock)| mismatches(&results, table, lock));
     if let Some(path) = junit {
         let suites: Vec<Suite<'_>> = results
             .iter()
@@ -67,6 +84,7 @@ pub fn report(
             })
             .collect();
         doc.insert("smoke".into(), smoke.into());
+        doc.insert("diagnostics".into(), serde_json::json!(warnings));
         let text = serde_json::to_string_pretty(&doc)
             .map_err(|e| Failure::bug(format!("cannot write the JSON verdict: {e}")))?;
         println!("{text}");
@@ -85,7 +103,9 @@ pub fn report(
             }
         }
     }
-    // One coded line per failing image on stderr, whatever the output format.
+    // The table's warnings, then one coded line per failing image on stderr, whatever the
+    // output format.
+    crate::core::diag::eprint_all(&warnings, &mut std::io::stderr());
     let failed: Vec<crate::core::diag::Diagnostic> = results
         .iter()
         .filter_map(|r| match &r.outcome {

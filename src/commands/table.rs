@@ -1,10 +1,12 @@
-//! `envbuild table`: show the compatibility table in force, readably or as JSON/TOML.
-//! Writes to stdout.
+//! `envbuild table`: show the compatibility table in force, readably or as JSON/TOML; and
+//! `envbuild table learn`, which writes a corrected table (stdout or `--out`) and says on stderr
+//! what it learned. Writes to stdout, stderr and the `--out` file.
 
 use super::print_json;
-use crate::cli::{TableArgs, TableSection};
+use crate::cli::{LearnArgs, TableArgs, TableCommand, TableSection};
 use crate::core::compat::{Confidence, Table, EMBEDDED};
 use crate::core::diag::{exit, Failure};
+use std::io::Write;
 
 /// Left-aligned columns separated by two spaces; the header underlined.
 pub fn format_columns(header: &[&str], rows: &[Vec<String>]) -> String {
@@ -48,6 +50,7 @@ pub fn format_columns(header: &[&str], rows: &[Vec<String>]) -> String {
 
 fn mark(c: Confidence) -> &'static str {
     match c {
+        Confidence::Observed => " [obs]",
         Confidence::Primary => "",
         Confidence::Secondary => " [2nd]",
         Confidence::Unconfirmed => " [?]",
@@ -240,7 +243,42 @@ pub fn channels_text(t: &Table) -> String {
     format_columns(&["channel", "last torch", "note"], &rows)
 }
 
-pub fn run(table: &Table, args: &TableArgs) -> Result<i32, Failure> {
+/// `envbuild table learn`: the learned table to stdout or `--out`, its changes to stderr.
+fn learn(table_path: Option<&std::path::Path>, args: &LearnArgs) -> Result<i32, Failure> {
+    let opts = crate::core::learn::LearnOptions {
+        date: args.date.clone(),
+        image: args.image.clone(),
+    };
+    let learned = crate::app::learn::learn(table_path, &args.reports, &opts)?;
+    match &args.out {
+        Some(path) => crate::infra::fs::write_atomic(path, learned.text.as_bytes())?,
+        None => print!("{}", learned.text),
+    }
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "learned from {} report file(s):", args.reports.len());
+    for c in &learned.changes {
+        let _ = writeln!(err, "  {c}");
+    }
+    if let Some(path) = &args.out {
+        let _ = writeln!(
+            err,
+            "use it with `envbuild --table {} lock SPEC`",
+            path.display()
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// `envbuild table [SECTION]`, or `table learn`; `table_path` is `--table FILE`, whose text
+/// `learn` edits.
+pub fn run(
+    table: &Table,
+    table_path: Option<&std::path::Path>,
+    args: &TableArgs,
+) -> Result<i32, Failure> {
+    if let Some(TableCommand::Learn(learn_args)) = &args.command {
+        return learn(table_path, learn_args);
+    }
     if args.toml {
         // The embedded text keeps its comments; an override is re-serialised.
         let text = if Table::parse(EMBEDDED, "embedded").is_ok_and(|e| {
@@ -281,7 +319,8 @@ pub fn run(table: &Table, args: &TableArgs) -> Result<i32, Failure> {
         Some(TableSection::Channels) => channels_text(table),
         None => format!(
             "envbuild compatibility table {} (as of {}): {} torch releases, {} CUDA toolkits, {} GPUs.\n\
-             [2nd] = secondary source, [?] = unconfirmed (warns, never fails).\n\
+             [obs] = observed in a built image, [2nd] = secondary source, [?] = unconfirmed \
+             (warns, never fails).\n\
              Sections: `envbuild table torch|cuda|gpu|python|channels`, `--json`, `--toml`.\n\n{}",
             table.meta.version,
             table.meta.as_of,

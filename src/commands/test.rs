@@ -8,8 +8,9 @@ use crate::cli::{GpusArg, TestArgs};
 use crate::core::diag::Failure;
 use std::time::Duration;
 
-/// `envbuild test IMAGE`. The table is not needed: a lock is only read, never resolved.
-pub fn run(_table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Failure> {
+/// `envbuild test IMAGE`. A lock is only read, never resolved; the table is what the image's
+/// torch is compared with (`TABLE_MISMATCH`).
+pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Failure> {
     let req = TestRequest {
         image: &args.image,
         lock: args.lock.as_deref(),
@@ -24,10 +25,16 @@ pub fn run(_table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, F
     // Every failure from reaching the engine on is in the result, so that `--json` and
     // `--junit` are written for it too.
     let result = crate::app::test::test(&req)?;
+    // The test has read this lock already; were it gone since, only the table check is lost.
+    let lock = args
+        .lock
+        .as_deref()
+        .and_then(|p| crate::app::read_lock(p).ok());
     report(
         vec![result],
         args.json,
         args.junit.as_deref(),
         serde_json::Map::new(),
+        lock.as_ref().map(|l| (table, l)),
     )
 }

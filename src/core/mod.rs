@@ -10,6 +10,7 @@ pub mod expect;
 pub mod hash;
 pub mod host;
 pub mod import;
+pub mod learn;
 pub mod lock;
 pub mod render;
 pub mod report;

@@ -18,6 +18,8 @@ pub enum Input {
     Table,
     Expectations,
     Template,
+    /// A smoke report (or an `image`/`test` verdict) for `table learn`.
+    Report,
 }
 
 impl Input {
@@ -28,6 +30,7 @@ impl Input {
             Input::Table => crate::core::compat::TABLE_INVALID,
             Input::Expectations => crate::core::smoke::codes::INVALID_EXPECTATIONS,
             Input::Template => crate::core::render::codes::TEMPLATE_ERROR,
+            Input::Report => crate::core::learn::codes::LEARN_INPUT_INVALID,
         }
     }
 
@@ -59,6 +62,11 @@ impl Input {
                 "template",
                 "a few kilobytes",
                 "a minijinja text file like `envbuild templates dump DIR` writes",
+            ),
+            Input::Report => (
+                "smoke report",
+                "tens of kilobytes",
+                "the JSON text `envbuild smoke --json` (or `test`/`image --json`) prints",
             ),
         }
     }

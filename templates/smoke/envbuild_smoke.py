@@ -518,6 +518,7 @@ def record_warnings(report, caught):
 def check_torch_version(report, torch, expect):
     version = str(getattr(torch, "__version__", "unknown"))
     report.env["torch"] = version
+    report.env["torch_wheel_tags"] = wheel_tags("torch")
     compare_version(report, "torch_version", "torch", version, expect.get("torch"),
                     soft=unconfirmed(expect, "torch"))
     return version
@@ -764,6 +765,28 @@ def installed_version(name):
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
+
+
+def wheel_tags(name):
+    """The `Tag:` lines of a distribution's WHEEL file (`cp312-cp312-manylinux_2_28_x86_64`):
+    the wheel's platform tag says which glibc it needs (`envbuild table learn` reads it). None
+    when there is no WHEEL file (a conda package or a source install); never raises."""
+    text = None
+    try:
+        try:
+            from importlib import metadata
+        except ImportError:
+            import pkg_resources
+
+            dist = pkg_resources.get_distribution(name)
+            text = dist.get_metadata("WHEEL") if dist.has_metadata("WHEEL") else None
+        else:
+            text = metadata.distribution(name).read_text("WHEEL")
+    except Exception:  # noqa: BLE001 - a fact, not a check: unreadable is None
+        return None
+    tags = [line.split(":", 1)[1].strip() for line in (text or "").splitlines()
+            if line.startswith("Tag:")]
+    return tags or None
 
 
 def check_packages(report, expect):
@@ -1349,6 +1372,8 @@ def run_gpu_checks(report, opts, expect, torch, arch):
 
 def run_checks(report, opts, expect):
     mode = opts["mode"]
+    # The day of the run (UTC): `envbuild table learn` dates what it learns from this report.
+    report.env["date"] = time.strftime("%Y-%m-%d", time.gmtime())
     guarded(report, "python", check_python, report, expect)
     guarded(report, "shm", check_shm, report, expect)
     torch = import_torch(report)

@@ -6,6 +6,7 @@ mod architecture;
 mod cli;
 mod doctor;
 mod import;
+mod learn;
 mod lock;
 mod readme;
 mod render;

@@ -10,9 +10,13 @@ use std::collections::BTreeMap;
 /// The table shipped inside the binary.
 pub const EMBEDDED: &str = include_str!("table.toml");
 
+/// How sure the table is of a fact, best first: the order is what `max` of two confidences
+/// means (the weaker one wins).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
+    /// Read off a real build (`envbuild table learn`): beats any document.
+    Observed,
     #[default]
     Primary,
     Secondary,
