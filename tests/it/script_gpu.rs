@@ -19,23 +19,12 @@ struct Run {
 
 impl Run {
     fn check(&self, name: &str) -> &Check {
-        self.report
-            .checks
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no check {name} in {:#?}", self.report.checks))
+        crate::support::check_named(&self.report, name)
     }
 
     /// Asserts status and code; returns the detail.
     fn assert(&self, name: &str, status: CheckStatus, code: &str) -> &str {
-        let c = self.check(name);
-        assert_eq!(
-            (c.status, c.code.as_str()),
-            (status, code),
-            "{name}: {}",
-            c.detail
-        );
-        &c.detail
+        &crate::support::assert_check(&self.report, name, status, code).detail
     }
 }
 

@@ -26,22 +26,11 @@ struct Run {
 
 impl Run {
     fn check(&self, name: &str) -> &Check {
-        self.report
-            .checks
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no check {name} in {:#?}", self.report.checks))
+        crate::support::check_named(&self.report, name)
     }
 
     fn assert(&self, name: &str, status: Status, code: &str) -> &Check {
-        let c = self.check(name);
-        assert_eq!(
-            (c.status, c.code.as_str()),
-            (status, code),
-            "{name}: {}",
-            c.detail
-        );
-        c
+        crate::support::assert_check(&self.report, name, status, code)
     }
 }
 

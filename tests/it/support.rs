@@ -94,3 +94,32 @@ pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     p
 }
+
+/// The check `name` of a smoke report (panics, listing the checks, when it is missing).
+pub fn check_named<'a>(
+    report: &'a envbuild::core::smoke::SmokeReport,
+    name: &str,
+) -> &'a envbuild::core::report::Check {
+    report
+        .checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check {name} in {:#?}", report.checks))
+}
+
+/// Asserts the status and code of the check `name`; returns it.
+pub fn assert_check<'a>(
+    report: &'a envbuild::core::smoke::SmokeReport,
+    name: &str,
+    status: envbuild::core::report::Status,
+    code: &str,
+) -> &'a envbuild::core::report::Check {
+    let c = check_named(report, name);
+    assert_eq!(
+        (c.status, c.code.as_str()),
+        (status, code),
+        "{name}: {}",
+        c.detail
+    );
+    c
+}
