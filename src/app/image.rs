@@ -8,7 +8,7 @@
 //! [`check_lock`] and [`rendered_image`] get those from the spec, lock and renderer.
 
 use super::lock::{lock, LockOutcome, LockRequest};
-use super::test::{smoke, SmokeResult, SmokeSettings};
+use super::test::{sent_expectations, smoke, SmokeResult, SmokeSettings};
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::Lock;
@@ -304,6 +304,10 @@ pub async fn build_and_test(
         });
         builds.push((variant.clone(), outcome?));
     }
+    let scope = match opts.cache_dir {
+        Some(_) => cache_scope(engine, &opts.smoke).await,
+        None => None,
+    };
     let mut smokes = Vec::new();
     for (variant, b) in &builds {
         let test = ImageTest {
@@ -312,10 +316,32 @@ pub async fn build_and_test(
             build: b,
             expectations: expectations.as_ref(),
             opts,
+            scope: scope.as_ref(),
         };
         smokes.push(test.run(interrupt.clone(), on_event).await?);
     }
     Ok(ImageRun { builds, smokes })
+}
+
+/// What a verdict on this engine rests on besides the image and the test itself.
+struct CacheScope {
+    /// `docker info`'s ID.
+    engine_id: String,
+    /// The driver and GPUs' UUIDs (`GpuIdentity::key`) in `gpu` mode.
+    gpus: String,
+}
+
+/// The engine's id and, in `gpu` mode, the driver and GPUs its containers get. `None` (no
+/// verdict is reused or stored) when the engine gives no id, or when it runs elsewhere in
+/// `gpu` mode: that machine's driver and GPUs cannot be probed from here.
+async fn cache_scope(engine: &Engine, smoke: &SmokeSettings) -> Option<CacheScope> {
+    let engine_id = docker::engine_id(engine).await?;
+    let gpus = match smoke.mode() {
+        // No GPU is requested: the verdict cannot depend on the driver or the boards.
+        Mode::Cpu => "no GPU requested".to_string(),
+        Mode::Gpu => docker::host_gpu_identity(engine).await?.key(),
+    };
+    Some(CacheScope { engine_id, gpus })
 }
 
 /// The smoke test of one built variant.
@@ -325,6 +351,8 @@ struct ImageTest<'a> {
     build: &'a BuildOutcome,
     expectations: Option<&'a Expectations>,
     opts: &'a ImageOptions,
+    /// `None`: the cache is not used for this run.
+    scope: Option<&'a CacheScope>,
 }
 
 impl ImageTest<'_> {
@@ -336,8 +364,9 @@ impl ImageTest<'_> {
         on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
     ) -> Result<SmokeResult, Failure> {
         let (variant, tag) = (self.variant, self.build.tags[0].as_str());
-        let key = self.verdict_key();
-        if let Some(reused) = self.reusable(&key) {
+        let expectations = sent_expectations(self.expectations.cloned(), &self.opts.smoke);
+        let key = self.verdict_key(expectations.as_ref());
+        if let Some(reused) = key.as_deref().and_then(|k| self.reusable(k)) {
             on_event(ImageEvent::SmokeReused { variant, tag });
             return Ok(SmokeResult {
                 name: tag.to_string(),
@@ -351,17 +380,16 @@ impl ImageTest<'_> {
             tag,
             mode: smoke_settings.mode(),
         });
-        let expectations = self.expectations.cloned();
         let image = &self.build.image_id;
         let outcome = smoke(self.engine, image, expectations, smoke_settings, interrupt).await;
-        if let (Ok(o), Some(dir)) = (&outcome, self.opts.cache_dir.as_deref()) {
+        if let (Ok(o), Some(dir), Some(key)) = (&outcome, self.opts.cache_dir.as_deref(), &key) {
             if o.report.passed(o.exit_code) {
                 let verdict = StoredVerdict {
                     exit_code: o.exit_code,
                     report: o.report.clone(),
                 };
                 // A cache that cannot be written only costs a rerun next time.
-                let _ = verdict_cache::store(dir, &key, &verdict);
+                let _ = verdict_cache::store(dir, key, &verdict);
             }
         }
         if let Err(f) = &outcome {
@@ -376,15 +404,20 @@ impl ImageTest<'_> {
         })
     }
 
-    fn verdict_key(&self) -> String {
-        VerdictKey {
-            engine_host: &self.engine.host,
-            image_id: &self.build.image_id,
-            mode: self.opts.smoke.mode().as_str(),
-            expectations: self.expectations,
-            shm_bytes: self.opts.smoke.shm_bytes,
-        }
-        .digest()
+    /// The cache key of this run, `None` when the cache is not used (see [`cache_scope`]).
+    fn verdict_key(&self, expectations: Option<&Expectations>) -> Option<String> {
+        let scope = self.scope?;
+        Some(
+            VerdictKey {
+                engine_id: &scope.engine_id,
+                gpus: &scope.gpus,
+                image_id: &self.build.image_id,
+                mode: self.opts.smoke.mode().as_str(),
+                expectations,
+                shm_bytes: self.opts.smoke.shm_bytes,
+            }
+            .digest(),
+        )
     }
 
     /// A passing verdict remembered for this very image, when the build was skipped and

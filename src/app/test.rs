@@ -1,11 +1,11 @@
-//! `test`: run the embedded smoke test in a container from an image the engine has, optionally
-//! against a lock's (or an expectations file's) expectations; also the smoke run that `image`
-//! shares (settings, one image's result). Performs I/O (files, the
-//! engine); prints nothing.
+//! `test`: run the embedded smoke test in a container from an image the engine has, against a
+//! lock's (or an expectations file's) expectations, or else the image's own
+//! (`/opt/envbuild/expect.json`, read before the run so that its shared-memory need is met);
+//! also the smoke run that `image` shares (settings, one image's result). Performs I/O (files,
+//! the engine); prints nothing.
 
 use crate::core::diag::Failure;
-use crate::core::render::LABEL_LOCK_SHA256;
-use crate::core::smoke::{Expectations, Mode};
+use crate::core::smoke::{Expectations, Mode, IMAGE_EXPECT_PATH};
 use crate::infra::docker::errors::image_not_found;
 use crate::infra::docker::run::{run_smoke, Interrupt, SmokeOutcome, SmokeRequest};
 use crate::infra::docker::{self, images, run, Engine};
@@ -43,6 +43,15 @@ impl SmokeResult {
     }
 }
 
+/// The expectations as the container gets them: with a GPU-check budget that ends before the
+/// run's time limit (`Expectations::with_budget`), so a hung check is named in the report.
+pub fn sent_expectations(
+    expectations: Option<Expectations>,
+    settings: &SmokeSettings,
+) -> Option<Expectations> {
+    expectations.map(|e| e.with_budget(settings.timeout))
+}
+
 /// Run the embedded script against `image`. `expectations: None` uses the image's own file.
 pub async fn smoke(
     engine: &Engine,
@@ -51,6 +60,7 @@ pub async fn smoke(
     settings: &SmokeSettings,
     interrupt: Interrupt,
 ) -> Result<SmokeOutcome, Failure> {
+    let expectations = sent_expectations(expectations, settings);
     let need = expectations
         .as_ref()
         .and_then(|e| e.min_shm_bytes)
@@ -86,6 +96,43 @@ fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure> {
     Ok(crate::core::expect::expectations_from_lock(&lock))
 }
 
+/// What an image's own `/opt/envbuild/expect.json` asks for.
+struct ImageExpectations {
+    /// What to copy in: the image's expectations (the budget is added on the way), `{}` for an
+    /// image without the file, or `None` to leave the image's file as it is (one this envbuild
+    /// cannot read, e.g. written by a newer one; the script ignores keys it does not know).
+    expectations: Option<Expectations>,
+    /// Its `min_shm_bytes`, 0 without one: the container's `/dev/shm` is at least this.
+    shm_bytes: u64,
+}
+
+/// Read the image's own expectations (envbuild images carry their lock's at
+/// `IMAGE_EXPECT_PATH`), from a container that is created and never started.
+async fn image_expectations(
+    engine: &Engine,
+    image: &str,
+    run_id: &str,
+) -> Result<ImageExpectations, Failure> {
+    let Some(bytes) = run::read_image_file(engine, image, IMAGE_EXPECT_PATH, run_id).await? else {
+        return Ok(ImageExpectations {
+            expectations: Some(Expectations::default()),
+            shm_bytes: 0,
+        });
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    if let Ok(e) = Expectations::from_json(&text, IMAGE_EXPECT_PATH) {
+        return Ok(ImageExpectations {
+            shm_bytes: e.min_shm_bytes.unwrap_or(0),
+            expectations: Some(e),
+        });
+    }
+    let raw: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    Ok(ImageExpectations {
+        expectations: None,
+        shm_bytes: raw["min_shm_bytes"].as_u64().unwrap_or(0),
+    })
+}
+
 /// Smoke-test one image. `Err`: the run could not begin (an expectations file, the async
 /// runtime, the signal handlers); anything after that, from reaching the engine to the verdict,
 /// is the result's `outcome`, so that it is reported like a verdict.
@@ -103,24 +150,22 @@ pub fn test(req: &TestRequest<'_>) -> Result<SmokeResult, Failure> {
                 e = docker::connect() => e?,
                 _ = interrupt.clone() => return Err(run::interrupted("connecting to the engine")),
             };
-            let info = images::inspect(&engine, req.image)
+            images::inspect(&engine, req.image)
                 .await?
                 .ok_or_else(|| image_not_found(req.image, &engine.host))?;
-            // An envbuild image carries its lock's expectations; any other image is only
-            // reported on unless expectations are given.
+            let mut settings = req.settings.clone();
             let expectations = match expectations {
                 Some(e) => Some(e),
-                None if info.labels.contains_key(LABEL_LOCK_SHA256) => None,
-                None => Some(Expectations::default()),
+                None => {
+                    let own = tokio::select! {
+                        o = image_expectations(&engine, req.image, &settings.run_id) => o?,
+                        _ = interrupt.clone() => return Err(run::interrupted("reading the image's expectations")),
+                    };
+                    settings.shm_bytes = settings.shm_bytes.max(own.shm_bytes);
+                    own.expectations
+                }
             };
-            smoke(
-                &engine,
-                req.image,
-                expectations,
-                &req.settings,
-                interrupt.clone(),
-            )
-            .await
+            smoke(&engine, req.image, expectations, &settings, interrupt.clone()).await
         }
         .await;
         Ok(SmokeResult {

@@ -34,12 +34,10 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     // `--expect gpu|cpu` is the old spelling of `--gpus all|none` (clap keeps them apart).
     let gpus = args.expect.map_or(args.gpus, |e| e.gpus());
     let mode = Mode::from_gpus(gpus == GpusArg::All);
-    let report = crate::infra::python::run_script(
-        &args.python,
-        &expectations,
-        mode,
-        Duration::from_secs(args.timeout),
-    )?;
+    let timeout = Duration::from_secs(args.timeout);
+    // The script's GPU checks end before the kill, so a hung one is named in the report.
+    let expectations = expectations.with_budget(timeout);
+    let report = crate::infra::python::run_script(&args.python, &expectations, mode, timeout)?;
     if let Some(path) = &args.junit {
         let xml = crate::core::report::junit_xml(&[smoke::junit_suite(&report, "envbuild.smoke")])?;
         crate::infra::fs::write_atomic(path, xml.as_bytes())?;

@@ -267,14 +267,12 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
             format!("the lock's CUDA {build} build needs an NVIDIA driver"),
         );
     };
-    let native = match (&e.driver_native, &host.cuda) {
-        (Some(n), _) => driver >= n,
-        // The driver's own "CUDA Version" is the highest toolkit it runs natively.
-        (None, Some(max)) => {
-            Version::parse(&max.major_minor()) >= Version::parse(&build.major_minor())
-        }
-        (None, None) => false,
-    };
+    // Native is decided per CUDA minor version: a driver whose own "CUDA Version" is 12.8 runs
+    // every 12.8.x runtime natively (an update keeps the minor's driver API), even when it is
+    // older than the toolkit driver of the lock's exact update (12.8.1 lists 570.124.06).
+    let mm = |v: &Version| Version::parse(&v.major_minor());
+    let reports_build_cuda = host.cuda.as_ref().is_some_and(|max| mm(max) >= mm(build));
+    let native = reports_build_cuda || e.driver_native.as_ref().is_some_and(|n| driver >= n);
     if native {
         return check(
             name,
@@ -487,6 +485,7 @@ mod tests {
                     name: n.to_string(),
                     cc: *cc,
                     memory_bytes: None,
+                    uuid: None,
                 })
                 .collect(),
             gpus_source: "test".into(),
@@ -576,6 +575,36 @@ mod tests {
             None,
         );
         assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_MINOR_COMPAT);
+    }
+
+    /// NVIDIA lists a toolkit driver per update (12.8 GA 570.26, 12.8.1 570.124.06), but an
+    /// update keeps its minor's driver API: a driver that reports CUDA 12.8 runs a 12.8.1
+    /// build natively, not through minor-version compatibility.
+    #[test]
+    fn native_is_decided_per_cuda_minor_not_per_update() {
+        let mut e = expect("12.8.1", &["sm_90"]);
+        e.driver_native = Some(v("570.124.06"));
+        let r = evaluate(
+            &host(Some("570.86.10"), Some("12.8"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        let c = find(&r, "driver_compat");
+        assert_eq!(c.code, codes::DRIVER_NATIVE, "{}", c.detail);
+        // A driver of the previous minor still runs it only through minor-version compatibility.
+        let r = evaluate(
+            &host(Some("560.35.03"), Some("12.6"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_MINOR_COMPAT);
+        // A newer major's driver runs an older major natively.
+        let r = evaluate(
+            &host(Some("580.65.06"), Some("13.0"), &[("H100", H100)]),
+            Some(&e),
+            None,
+        );
+        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_NATIVE);
     }
 
     #[test]

@@ -29,8 +29,7 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
             packages.insert(name, strip_local(&version).to_string());
         }
     }
-    let mut arch_list = lock.arch_list.clone();
-    arch_list.extend(lock.ptx.iter().cloned());
+    let (arch_list, unconfirmed) = arch_and_unconfirmed(lock);
     Expectations {
         torch: lock
             .packages
@@ -43,7 +42,34 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
         python: lock.packages.get("python").cloned(),
         packages,
         min_shm_bytes: parse_size(&lock.image.shm_size).ok().map(|s| s.bytes),
+        target_ccs: lock.gpus.iter().map(|g| g.cc.clone()).collect(),
+        unconfirmed,
+        check_timeout_s: None,
+        budget_s: None,
     }
+}
+
+/// The arch list the image must carry and the expectation keys whose facts are unconfirmed,
+/// from the lock's `unconfirmed`. The script's keys are the lock's for `cuda`, `cudnn`, `nccl`,
+/// `arch_list` and `ptx`; it has no key for one entry, so an entry the table is unsure of
+/// (`arch_list:sm_37`) is not expected at all: a missing one then cannot fail the run, and
+/// `arch_coverage` still checks every GPU the test sees.
+fn arch_and_unconfirmed(lock: &Lock) -> (Vec<String>, Vec<String>) {
+    let unsure_entry = |a: &String| lock.unconfirmed.contains(&format!("arch_list:{a}"));
+    let arch_list = lock
+        .arch_list
+        .iter()
+        .chain(&lock.ptx)
+        .filter(|a| !unsure_entry(a))
+        .cloned()
+        .collect();
+    let unconfirmed = lock
+        .unconfirmed
+        .iter()
+        .filter(|k| !k.starts_with("arch_list:"))
+        .cloned()
+        .collect();
+    (arch_list, unconfirmed)
 }
 
 /// `2.5.1+cu124` -> `2.5.1`: torch reports the local tag only for some builds.
@@ -162,6 +188,40 @@ mod tests {
         );
         assert_eq!(parse_size("99999999999g"), Err(SizeError::TooLarge));
         assert_eq!(bytes("17179869184g"), None);
+    }
+
+    fn committed(text: &str) -> Lock {
+        Lock::from_toml(text).expect("a committed lock")
+    }
+
+    #[test]
+    fn target_gpus_and_unconfirmed_facts_reach_the_script() {
+        let lock = committed(include_str!("../../specs/torch26-cu118-py39/envbuild.lock"));
+        assert_eq!(lock.unconfirmed, ["arch_list:sm_37"]);
+        let e = expectations_from_lock(&lock);
+        let ccs: Vec<&str> = lock.gpus.iter().map(|g| g.cc.as_str()).collect();
+        assert_eq!(e.target_ccs, ccs);
+        assert!(!e.target_ccs.is_empty());
+        // The doubtful sm_37 is not expected; every confirmed entry still is.
+        assert!(
+            !e.arch_list.contains(&"sm_37".to_string()),
+            "{:?}",
+            e.arch_list
+        );
+        assert_eq!(e.arch_list.len(), lock.arch_list.len() - 1);
+        assert!(e.unconfirmed.is_empty());
+        // The budget is the caller's (its own time limit), never the lock's.
+        assert_eq!((e.check_timeout_s, e.budget_s), (None, None));
+
+        let mut lock = lock;
+        lock.unconfirmed = vec!["cudnn".into(), "nccl".into(), "ptx".into()];
+        lock.ptx = vec!["compute_90".into()];
+        let e = expectations_from_lock(&lock);
+        assert_eq!(e.unconfirmed, ["cudnn", "nccl", "ptx"]);
+        assert!(e.arch_list.contains(&"compute_90".to_string()));
+        assert!(e.arch_list.contains(&"sm_37".to_string()));
+        let back = Expectations::from_json(&e.to_json(), "x").unwrap();
+        assert_eq!(back, e);
     }
 
     #[test]

@@ -16,6 +16,9 @@ pub struct Gpu {
     pub cc: Option<Cc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
+    /// The driver's stable id of the board (`GPU-5e7c...`), when the probe reads one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
 }
 
 /// What the probes found, with where each fact came from.
@@ -138,6 +141,46 @@ pub fn cuda_from_int(v: i32) -> Option<Version> {
     Version::parse(&format!("{}.{}", v / 1000, (v % 1000) / 10))
 }
 
+/// What a GPU verdict on a host rests on besides the image: the driver and the GPUs, by UUID
+/// where the driver gives one (a swapped board or a new driver then counts as another host).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuIdentity {
+    pub driver: Option<String>,
+    /// One entry per GPU: its UUID, else `INDEX:NAME`; or the `ENVBUILD_GPUS` text.
+    pub gpus: Vec<String>,
+}
+
+impl GpuIdentity {
+    /// One line for a cache key: `driver=550.54.15;gpus=GPU-a,GPU-b`, or `no-gpu` when neither
+    /// a driver nor a GPU was found.
+    pub fn key(&self) -> String {
+        if self.driver.is_none() && self.gpus.is_empty() {
+            return "no-gpu".to_string();
+        }
+        format!(
+            "driver={};gpus={}",
+            self.driver.as_deref().unwrap_or("unknown"),
+            self.gpus.join(",")
+        )
+    }
+}
+
+/// Parse `nvidia-smi --query-gpu=uuid,driver_version --format=csv,noheader`: the driver of the
+/// first row and every row's UUID, in order. `None` when no row has both fields.
+pub fn parse_nvidia_smi_uuids(text: &str) -> Option<GpuIdentity> {
+    let mut id = GpuIdentity::default();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (uuid, driver) = line.split_once(',')?;
+        let (uuid, driver) = (uuid.trim(), Version::parse(driver.trim())?);
+        if uuid.is_empty() || is_na(uuid) {
+            return None;
+        }
+        id.driver.get_or_insert_with(|| driver.to_string());
+        id.gpus.push(uuid.to_string());
+    }
+    id.driver.is_some().then_some(id)
+}
+
 /// Parse `ENVBUILD_GPUS`: comma-separated entries, each a GPU name from the table (`A100`,
 /// `NVIDIA H100 80GB HBM3`) or a compute capability (`8.9`, `sm_90`); `none` or empty for no GPU.
 pub fn parse_gpus_override(s: &str, table: &Table) -> Result<Vec<Gpu>, String> {
@@ -164,6 +207,7 @@ pub fn parse_gpus_override(s: &str, table: &Table) -> Result<Vec<Gpu>, String> {
             name,
             cc: Some(cc),
             memory_bytes: None,
+            uuid: None,
         });
     }
     Ok(gpus)

@@ -146,6 +146,11 @@ pub struct Lock {
     /// The spec's `[target] glibc`, when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glibc_target: Option<String>,
+    /// The build's facts above that rest on unconfirmed table rows: `cuda`, `cudnn`, `nccl`,
+    /// `arch_list` (the whole list), `arch_list:sm_XY` (one entry) and `ptx`. The smoke test
+    /// only warns when an image differs from one of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unconfirmed: Vec<String>,
     /// Packages envbuild pinned without the spec naming them (e.g. `numpy`, `mkl`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub auto_added: Vec<String>,

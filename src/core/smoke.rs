@@ -10,6 +10,7 @@
 
 use crate::core::diag::{exit, Diagnostic, Failure};
 use crate::core::report::{self, Check, Status, Suite, SuiteBody, Verdict};
+use crate::core::version::Cc;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,7 +25,7 @@ pub const IMAGE_EXPECT_PATH: &str = "/opt/envbuild/expect.json";
 
 /// What the lock expects of the environment. Every field is optional: without a lock the smoke
 /// test only reports. Serialised as the `--expect FILE` JSON the script reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expectations {
     /// `torch.__version__` without the local part (`2.5.1` matches `2.5.1+cu124`).
@@ -52,6 +53,45 @@ pub struct Expectations {
     /// Shared memory the DataLoader workers need, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shm_bytes: Option<u64>,
+    /// The lock's target GPUs as compute capabilities (`9.0`): an `arch_list` entry that none of
+    /// them needs is only a warning when the build lacks it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_ccs: Vec<String>,
+    /// Expectation keys whose facts the lock marks unconfirmed (`cudnn`, `nccl`, `ptx`,
+    /// `arch_list`, `package:NAME`, ...): a failed comparison with one of them only warns.
+    /// Read as a list, or as an object mapping keys to `true`/`false` (the script takes both).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "keys_or_flags"
+    )]
+    pub unconfirmed: Vec<String>,
+    /// Seconds each GPU check (and each GPU's part of one) may take; the script's default is 60.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_timeout_s: Option<f64>,
+    /// Seconds from the script's start by which every GPU check has ended (default 240): set
+    /// below the caller's own time limit so the report always comes out before a kill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<f64>,
+}
+
+/// `unconfirmed` as the script reads it: `["cudnn"]`, or `{"cudnn": true, "nccl": false}` (the
+/// keys mapped to `true`, in the object's order).
+fn keys_or_flags<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Form {
+        Keys(Vec<String>),
+        Flags(BTreeMap<String, bool>),
+    }
+    Ok(
+        match Form::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("`unconfirmed` must list keys or map them to true/false")
+        })? {
+            Form::Keys(k) => k,
+            Form::Flags(m) => m.into_iter().filter(|(_, v)| *v).map(|(k, _)| k).collect(),
+        },
+    )
 }
 
 /// The JSON document the script prints (schema 1).
@@ -92,6 +132,22 @@ pub mod codes {
     ];
 }
 
+/// Seconds between the end of the GPU-check budget (counted from the script's start) and the
+/// caller's kill: time for the report to be written, for a container to start, for a loaded
+/// machine.
+const BUDGET_MARGIN_S: f64 = 30.0;
+
+/// The GPU-check budget for a caller that kills the script after `timeout`: 30 s less, and for
+/// limits under a minute half of it, so the budget always ends first.
+pub fn budget_for(timeout: Duration) -> f64 {
+    let t = timeout.as_secs_f64();
+    if t > 2.0 * BUDGET_MARGIN_S {
+        t - BUDGET_MARGIN_S
+    } else {
+        t / 2.0
+    }
+}
+
 /// The report schema this build reads and the embedded script writes.
 pub const SCHEMA: u32 = 1;
 
@@ -123,20 +179,56 @@ impl Mode {
 }
 
 impl Expectations {
-    /// Parse an expectations document (the `--expect-file` JSON).
+    /// Parse an expectations document (the `--expect-file` JSON). Values the script would
+    /// refuse (a usage error there) are refused here, with the file named.
     pub fn from_json(text: &str, origin: &str) -> Result<Expectations, Failure> {
-        serde_json::from_str(text).map_err(|e| {
-            Failure::one(
-                Diagnostic::error(
-                    codes::INVALID_EXPECTATIONS,
-                    format!("`{origin}` is not a valid expectations file: {e}"),
+        serde_json::from_str(text)
+            .map_err(|e| e.to_string())
+            .and_then(|e: Expectations| e.validate().map(|()| e))
+            .map_err(|e| {
+                Failure::one(
+                    Diagnostic::error(
+                        codes::INVALID_EXPECTATIONS,
+                        format!("`{origin}` is not a valid expectations file: {e}"),
+                    )
+                    .with_hint(
+                        "keys: torch, cuda, cudnn, nccl, arch_list, python, packages, \
+                     min_shm_bytes, target_ccs, unconfirmed, check_timeout_s, budget_s (see \
+                     docs/smoke.md)",
+                    ),
                 )
-                .with_hint(
-                    "keys: torch, cuda, cudnn, nccl, arch_list, python, packages, \
-                     min_shm_bytes (see docs/smoke.md)",
-                ),
-            )
-        })
+            })
+    }
+
+    /// What serde cannot say: the compute capabilities parse (`9.0`, `sm_90`) and the time
+    /// limits are positive, finite seconds.
+    fn validate(&self) -> Result<(), String> {
+        for t in &self.target_ccs {
+            let lower = t.trim().to_ascii_lowercase();
+            if Cc::parse(t).is_none() || !(lower.contains('.') || lower.starts_with("sm_")) {
+                return Err(format!(
+                    "`target_ccs` entry `{t}` is not a compute capability such as \"9.0\""
+                ));
+            }
+        }
+        for (key, v) in [
+            ("check_timeout_s", self.check_timeout_s),
+            ("budget_s", self.budget_s),
+        ] {
+            if v.is_some_and(|s| !(s.is_finite() && s > 0.0)) {
+                return Err(format!("`{key}` must be a positive number of seconds"));
+            }
+        }
+        Ok(())
+    }
+
+    /// These expectations with a GPU-check budget that ends before `timeout`, the time after
+    /// which the caller kills the script: so a hung check is named in a report instead of the
+    /// whole run ending as `SMOKE_TIMEOUT`. A smaller budget already set is kept.
+    pub fn with_budget(mut self, timeout: Duration) -> Expectations {
+        let budget = budget_for(timeout);
+        self.budget_s = Some(self.budget_s.map_or(budget, |b| b.min(budget)));
+        self
     }
 
     /// The JSON the script reads with `--expect` (written to `IMAGE_EXPECT_PATH` in images).
@@ -516,5 +608,76 @@ mod tests {
         assert_eq!(err.diagnostics[0].code, codes::INVALID_EXPECTATIONS);
         assert_eq!(err.exit_code, exit::FAILURE);
         assert!(err.to_string().contains("torhc"), "{err}");
+    }
+
+    #[test]
+    fn the_budget_ends_before_the_callers_time_limit() {
+        for secs in [1u64, 10, 45, 60, 61, 300, 3600] {
+            let t = Duration::from_secs(secs);
+            let b = budget_for(t);
+            assert!(b > 0.0 && b < secs as f64, "{secs}: {b}");
+        }
+        assert_eq!(budget_for(Duration::from_secs(300)), 270.0);
+        assert_eq!(budget_for(Duration::from_secs(40)), 20.0);
+        let e = Expectations::default().with_budget(Duration::from_secs(300));
+        assert_eq!(e.budget_s, Some(270.0));
+        // A smaller budget of the user's stays; a larger one is cut to the limit.
+        let mine = Expectations {
+            budget_s: Some(100.0),
+            ..Default::default()
+        };
+        assert_eq!(
+            mine.with_budget(Duration::from_secs(300)).budget_s,
+            Some(100.0)
+        );
+        let big = Expectations {
+            budget_s: Some(1000.0),
+            ..Default::default()
+        };
+        assert_eq!(
+            big.with_budget(Duration::from_secs(300)).budget_s,
+            Some(270.0)
+        );
+    }
+
+    #[test]
+    fn new_keys_parse_in_the_script_forms_and_bad_values_are_refused() {
+        let e = Expectations::from_json(
+            r#"{"target_ccs": ["9.0", "sm_86"], "unconfirmed": {"cudnn": true, "nccl": false},
+                "check_timeout_s": 30, "budget_s": 90.5}"#,
+            "e.json",
+        )
+        .unwrap();
+        assert_eq!(e.target_ccs, ["9.0", "sm_86"]);
+        assert_eq!(e.unconfirmed, ["cudnn"]);
+        assert_eq!((e.check_timeout_s, e.budget_s), (Some(30.0), Some(90.5)));
+        let listed =
+            Expectations::from_json(r#"{"unconfirmed": ["ptx", "package:numpy"]}"#, "e").unwrap();
+        assert_eq!(listed.unconfirmed, ["ptx", "package:numpy"]);
+        // Written as a list; absent keys are left out, so old scripts' files stay the same.
+        assert!(
+            e.to_json()
+                .contains("\"unconfirmed\": [\n    \"cudnn\"\n  ]"),
+            "{}",
+            e.to_json()
+        );
+        assert_eq!(Expectations::default().to_json(), "{}");
+        for bad in [
+            r#"{"target_ccs": ["compute_90"]}"#,
+            r#"{"target_ccs": ["H100"]}"#,
+            r#"{"target_ccs": "9.0"}"#,
+            r#"{"unconfirmed": "cudnn"}"#,
+            r#"{"unconfirmed": {"cudnn": "yes"}}"#,
+            r#"{"budget_s": 0}"#,
+            r#"{"check_timeout_s": -5}"#,
+            r#"{"budget_s": "60"}"#,
+        ] {
+            let err = Expectations::from_json(bad, "e.json").unwrap_err();
+            assert_eq!(
+                err.diagnostics[0].code,
+                codes::INVALID_EXPECTATIONS,
+                "{bad}"
+            );
+        }
     }
 }

@@ -12,7 +12,7 @@ use crate::core::compat::Table;
 use crate::core::diag::Failure;
 use crate::core::host::{
     is_none_word, parse_gpus_override, parse_nvidia_smi_banner, parse_nvidia_smi_csv,
-    parse_proc_driver_version, Gpu, HostFacts,
+    parse_nvidia_smi_uuids, parse_proc_driver_version, Gpu, GpuIdentity, HostFacts,
 };
 use crate::core::version::Version;
 use crate::infra::proc::{self, RunError};
@@ -183,6 +183,48 @@ pub fn probe(cfg: &ProbeConfig, table: &Table) -> Result<HostFacts, Failure> {
     Ok(facts)
 }
 
+/// The driver and the GPUs' UUIDs of this host, for keys that must change when either does
+/// (the verdict cache). The declared overrides stand in when set (`ENVBUILD_DRIVER_VERSION`,
+/// `ENVBUILD_GPUS`, as written), else NVML, else `nvidia-smi --query-gpu=uuid,driver_version`,
+/// else the kernel module's version with no GPU list; nothing found is `no-gpu`.
+pub fn gpu_identity(cfg: &ProbeConfig) -> GpuIdentity {
+    if cfg.driver.is_some() || cfg.gpus.is_some() {
+        return GpuIdentity {
+            driver: cfg.driver.clone(),
+            gpus: cfg.gpus.iter().cloned().collect(),
+        };
+    }
+    if cfg.nvml {
+        if let Ok(n) = nvml::probe() {
+            if let (Some(driver), Ok(gpus)) = (n.driver, n.gpus) {
+                return GpuIdentity {
+                    driver: Some(driver.to_string()),
+                    gpus: gpus
+                        .into_iter()
+                        .map(|g| g.uuid.unwrap_or_else(|| format!("{}:{}", g.index, g.name)))
+                        .collect(),
+                };
+            }
+        }
+    }
+    if let Some(smi) = &cfg.nvidia_smi {
+        let args = ["--query-gpu=uuid,driver_version", "--format=csv,noheader"];
+        if let Some(id) = run_smi(smi, &args, cfg.smi_timeout)
+            .ok()
+            .and_then(|t| parse_nvidia_smi_uuids(&t))
+        {
+            return id;
+        }
+    }
+    GpuIdentity {
+        driver: std::fs::read_to_string(&cfg.proc_version)
+            .ok()
+            .and_then(|t| parse_proc_driver_version(&t))
+            .map(|v| v.to_string()),
+        gpus: Vec::new(),
+    }
+}
+
 fn probe_real(cfg: &ProbeConfig, table: &Table) -> Found {
     let mut found = Found::default();
     if cfg.nvml {
@@ -273,6 +315,7 @@ fn probe_smi(smi: &str, timeout: Duration, table: &Table, found: &mut Found) {
                         cc: r.cc.or_else(|| table.find_gpu(&r.name).map(|m| m.cc)),
                         name: r.name,
                         memory_bytes: r.memory_bytes,
+                        uuid: None,
                     })
                     .collect();
                 found.gpus = Some((gpus, src.clone()));
@@ -390,6 +433,9 @@ mod nvml {
             get(lib, b"nvmlDeviceGetCudaComputeCapability\0")?;
         let memory: unsafe extern "C" fn(Device, *mut Memory) -> c_int =
             get(lib, b"nvmlDeviceGetMemoryInfo\0")?;
+        // Optional: the probe does without a UUID rather than without the GPU.
+        let uuid: Option<unsafe extern "C" fn(Device, *mut c_char, c_uint) -> c_int> =
+            get(lib, b"nvmlDeviceGetUUID\0").ok();
 
         let mut buf = [0 as c_char; 96];
         let driver = if driver_version(buf.as_mut_ptr(), buf.len() as c_uint) == 0 {
@@ -432,11 +478,18 @@ mod nvml {
             };
             let mut mem = Memory::default();
             let memory_bytes = (memory(dev, &mut mem) == 0).then_some(mem.total);
+            // NVML_DEVICE_UUID_V2_BUFFER_SIZE is 96.
+            let mut ub = [0 as c_char; 96];
+            let gpu_uuid = uuid
+                .filter(|f| f(dev, ub.as_mut_ptr(), ub.len() as c_uint) == 0)
+                .map(|_| cstr(&ub))
+                .filter(|u| !u.is_empty());
             gpus.push(Gpu {
                 index: i,
                 name: gpu_name,
                 cc: gpu_cc,
                 memory_bytes,
+                uuid: gpu_uuid,
             });
         }
         Ok(Nvml {
@@ -646,6 +699,42 @@ Mon Nov 30 17:23:48 2026
         assert!(e.to_string().contains("ENVBUILD_DRIVER_VERSION"));
         let e = probe_t(&forced(None, None, Some("Voodoo5"))).unwrap_err();
         assert!(e.to_string().contains("Voodoo5"));
+    }
+
+    #[test]
+    fn smi_uuid_query_and_identity_keys() {
+        let text = "GPU-5e7c1a2b-0000-1111-2222-333344445555, 550.54.15\n\
+                    GPU-9f00aa11-0000-1111-2222-333344445555, 550.54.15\n";
+        let id = parse_nvidia_smi_uuids(text).unwrap();
+        assert_eq!(id.driver.as_deref(), Some("550.54.15"));
+        assert_eq!(id.gpus.len(), 2);
+        assert_eq!(
+            id.key(),
+            "driver=550.54.15;gpus=GPU-5e7c1a2b-0000-1111-2222-333344445555,\
+             GPU-9f00aa11-0000-1111-2222-333344445555"
+        );
+        assert_eq!(parse_nvidia_smi_uuids("No devices were found"), None);
+        assert_eq!(parse_nvidia_smi_uuids("[N/A], 550.54.15"), None);
+        assert_eq!(parse_nvidia_smi_uuids(""), None);
+        assert_eq!(GpuIdentity::default().key(), "no-gpu");
+    }
+
+    #[test]
+    fn identity_uses_the_declared_values_then_the_probes() {
+        let id = gpu_identity(&forced(Some("550.54.15"), None, Some("H100,H100")));
+        assert_eq!(id.key(), "driver=550.54.15;gpus=H100,H100");
+        // Nothing to probe: no GPU, a key of its own.
+        assert_eq!(gpu_identity(&forced(None, None, None)).key(), "no-gpu");
+        let dir = tempfile::tempdir().unwrap();
+        let proc = dir.path().join("version");
+        std::fs::write(
+            &proc,
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19 2023\n",
+        )
+        .unwrap();
+        let mut cfg = forced(None, None, None);
+        cfg.proc_version = proc;
+        assert_eq!(gpu_identity(&cfg).key(), "driver=535.104.05;gpus=");
     }
 
     #[test]

@@ -1,6 +1,8 @@
-//! The cache of passing smoke verdicts: a verdict is remembered for one image id on one engine,
-//! with the same script, mode, expectations and shared-memory size, so that `envbuild image`
-//! on an unchanged lock need not run the smoke test again. Performs file I/O (and reads the
+//! The cache of passing smoke verdicts: a verdict is remembered for one image id on one engine
+//! (by the engine's own id), on one driver with the same GPUs (by UUID, in `gpu` mode), with
+//! the same script, mode, expectations and shared-memory size, so that `envbuild image` on an
+//! unchanged lock need not run the smoke test again, and a new driver, another board or
+//! another engine behind the same socket does run it. Performs file I/O (and reads the
 //! environment for the default directory).
 //!
 //! Only the caller decides what is worth storing (passing verdicts); a cache that cannot be
@@ -22,8 +24,11 @@ pub fn default_dir() -> Option<PathBuf> {
 /// What a verdict depends on. Image ids are content hashes, so the same id is the same image.
 #[derive(Debug, Clone, Copy)]
 pub struct VerdictKey<'a> {
-    /// Where the engine was found (`Engine::host`).
-    pub engine_host: &'a str,
+    /// The engine's own id (`docker info`'s `ID`), not the socket it was reached through.
+    pub engine_id: &'a str,
+    /// The driver and GPUs the container gets (`GpuIdentity::key`: `driver=...;gpus=GPU-...`,
+    /// or `no-gpu`); in `cpu` mode, where no GPU is requested, a fixed word.
+    pub gpus: &'a str,
     pub image_id: &'a str,
     /// `gpu` or `cpu`.
     pub mode: &'a str,
@@ -37,7 +42,8 @@ impl VerdictKey<'_> {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
         for part in [
-            self.engine_host,
+            self.engine_id,
+            self.gpus,
             self.image_id,
             self.mode,
             crate::core::smoke::SCRIPT,
@@ -83,13 +89,25 @@ pub fn store(dir: &Path, key: &str, verdict: &StoredVerdict) -> Result<(), Failu
 mod tests {
     use super::*;
 
-    fn key(image_id: &str, mode: &str) -> String {
+    const ENGINE: &str = "QEVX:2T32:4M2R:VHI2:PZYP:A2IQ:LSK5:PCTV:K7GM:BD7I:NKRQ:IKLE";
+    const GPUS: &str = "driver=550.54.15;gpus=GPU-5e7c1a2b-0000-1111-2222-333344445555";
+
+    fn base() -> VerdictKey<'static> {
         VerdictKey {
-            engine_host: "unix:///var/run/docker.sock",
-            image_id,
-            mode,
+            engine_id: ENGINE,
+            gpus: GPUS,
+            image_id: "sha256:a",
+            mode: "gpu",
             expectations: None,
             shm_bytes: 1 << 30,
+        }
+    }
+
+    fn key(image_id: &str, mode: &str) -> String {
+        VerdictKey {
+            image_id,
+            mode,
+            ..base()
         }
         .digest()
     }
@@ -100,6 +118,65 @@ mod tests {
         assert_ne!(key("sha256:a", "cpu"), key("sha256:b", "cpu"));
         assert_ne!(key("sha256:a", "cpu"), key("sha256:a", "gpu"));
         assert_eq!(key("sha256:a", "cpu").len(), 64);
+    }
+
+    /// A verdict holds for one engine, driver and set of GPUs: change any one and it is not
+    /// reused; only a key equal in every part is.
+    #[test]
+    fn keys_differ_by_engine_driver_gpus_and_expectations() {
+        let same = base().digest();
+        assert_eq!(base().digest(), same);
+        let other_engine = VerdictKey {
+            engine_id: "7B2F:0000:4M2R:VHI2:PZYP:A2IQ:LSK5:PCTV:K7GM:BD7I:NKRQ:IKLE",
+            ..base()
+        };
+        let new_driver = VerdictKey {
+            gpus: "driver=570.133.20;gpus=GPU-5e7c1a2b-0000-1111-2222-333344445555",
+            ..base()
+        };
+        let other_board = VerdictKey {
+            gpus: "driver=550.54.15;gpus=GPU-9f00aa11-0000-1111-2222-333344445555",
+            ..base()
+        };
+        let no_gpu = VerdictKey {
+            gpus: "no-gpu",
+            ..base()
+        };
+        let exp = Expectations {
+            cudnn: Some("9.1.0.70".into()),
+            ..Default::default()
+        };
+        let expecting = VerdictKey {
+            expectations: Some(&exp),
+            ..base()
+        };
+        let shm = VerdictKey {
+            shm_bytes: 2 << 30,
+            ..base()
+        };
+        let keys: Vec<String> = [
+            other_engine,
+            new_driver,
+            other_board,
+            no_gpu,
+            expecting,
+            shm,
+        ]
+        .iter()
+        .map(VerdictKey::digest)
+        .collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert_ne!(k, &same, "variant {i}");
+            assert!(keys[i + 1..].iter().all(|o| o != k), "variant {i} collides");
+        }
+        // Parts are separated: moving text between two parts is another key.
+        let shifted = VerdictKey {
+            engine_id:
+                "QEVX:2T32:4M2R:VHI2:PZYP:A2IQ:LSK5:PCTV:K7GM:BD7I:NKRQ:IKLEdriver=550.54.15;",
+            gpus: "gpus=GPU-5e7c1a2b-0000-1111-2222-333344445555",
+            ..base()
+        };
+        assert_ne!(shifted.digest(), same);
     }
 
     #[test]

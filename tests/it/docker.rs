@@ -193,6 +193,102 @@ fn canned_reports_drive_verdict_table_json_and_junit() {
     d.assert_no_smoke_container("after canned reports");
 }
 
+/// An image's own ENTRYPOINT would run with the smoke command as its arguments; the smoke run
+/// replaces it (`docker run --entrypoint`), so the script, not the entrypoint, answers.
+#[test]
+fn an_images_own_entrypoint_does_not_hijack_the_smoke_run() {
+    let Some(d) = support::engine("an_images_own_entrypoint_does_not_hijack_the_smoke_run") else {
+        return;
+    };
+    let report = support::canned_report("pass", &[("torch_import", "pass", "OK")]);
+    let script = format!("#!/bin/sh\ncat <<'EOF'\n{report}\nEOF\nexit 0\n");
+    let image = support::busybox_stand_in_with(
+        &d,
+        "entrypoint",
+        &script,
+        &[],
+        &[r#"ENTRYPOINT ["/bin/sh", "-c", "echo 'the image entrypoint ran' >&2; exit 3"]"#],
+    );
+    let out = envbuild()
+        .args(["test", &image, "--gpus", "none"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("PASS: 1 passed"), "{stdout}");
+    assert!(!stderr.contains("SMOKE_BAD_OUTPUT"), "{stderr}");
+    d.assert_no_smoke_container("after an ENTRYPOINT image");
+}
+
+/// A stand-in `python3` that passes only when `/dev/shm` is at least 2 GiB and the expectations
+/// it was given ask for 2 GiB and carry a time budget; its detail says what it saw.
+const SHM_STAND_IN: &str = r#"#!/bin/sh
+kb=$(/bin/busybox df -k /dev/shm | /bin/busybox awk 'NR==2 {print $2}')
+e=/opt/envbuild/expect.json
+if [ "$kb" -ge 2097152 ] && /bin/busybox grep -q '"budget_s"' $e \
+   && /bin/busybox grep -q '"min_shm_bytes": 2147483648' $e; then
+  st=pass; code=OK; rc=0
+else
+  st=fail; code=SHM_TOO_SMALL; rc=1
+fi
+seen=$(/bin/busybox tr -d '\n"' < $e)
+cat <<EOF
+{"schema": 1, "status": "$st", "mode": "cpu", "duration_s": 0.01, "environment": {},
+ "checks": [{"name": "shm", "status": "$st", "code": "$code", "required": true,
+             "detail": "/dev/shm is $kb KiB; expect.json: $seen"}]}
+EOF
+exit $rc
+"#;
+
+/// `envbuild test IMAGE` without `--lock` reads the image's own expectations first: its
+/// `/dev/shm` is the size they ask for (2 GiB here, over the 1 GiB default), and the copy the
+/// script reads carries a time budget. The stand-in `python3` fails unless both hold.
+#[test]
+fn test_without_a_lock_gives_the_shm_the_images_expectations_ask_for() {
+    let name = "test_without_a_lock_gives_the_shm_the_images_expectations_ask_for";
+    let Some(d) = support::engine(name) else {
+        return;
+    };
+    let image = support::busybox_stand_in_with(
+        &d,
+        "shm",
+        SHM_STAND_IN,
+        &[(
+            "opt/envbuild/expect.json",
+            r#"{"min_shm_bytes": 2147483648}"#,
+        )],
+        &[],
+    );
+    let out = envbuild()
+        .args(["test", &image, "--gpus", "none", "--json"])
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let check = &doc["smoke"][0]["report"]["checks"][0];
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(check["code"], "OK", "{check}");
+    // Given expectations of its own (here none), the image's file is not read: 1 GiB, a fail.
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("expect.json");
+    std::fs::write(&empty, "{}").unwrap();
+    let out = envbuild()
+        .args(["test", &image, "--gpus", "none", "--json", "--expect-file"])
+        .arg(&empty)
+        .output()
+        .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    assert_eq!(
+        doc["smoke"][0]["report"]["checks"][0]["code"],
+        "SHM_TOO_SMALL"
+    );
+    d.assert_no_smoke_container("after the shm image");
+}
+
 #[test]
 fn image_without_python_reports_no_report() {
     let Some(d) = support::engine("image_without_python_reports_no_report") else {
@@ -857,4 +953,55 @@ fn doctor_proves_the_engine_cannot_give_a_gpu() {
     assert_eq!(report["container_gpu"]["verified"], false);
     assert_eq!(out.status.code(), Some(1));
     d.assert_no_smoke_container("after doctor's GPU probe");
+}
+
+/// With `--lock`, doctor's GPU probe starts the image that lock renders to when the engine has
+/// it (here a busybox image given that tag), not merely the newest envbuild image.
+#[test]
+fn doctor_probes_the_locks_own_image() {
+    let Some(d) = support::engine("doctor_probes_the_locks_own_image") else {
+        return;
+    };
+    let runtimes = d.runtimes();
+    if runtimes.iter().any(|r| r.contains("nvidia")) {
+        support::skip_because(
+            "doctor_probes_the_locks_own_image",
+            &format!(
+                "the engine has an NVIDIA runtime ({runtimes:?}): a refusal cannot be provoked"
+            ),
+        );
+        return;
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("specs/torch29-cu128/envbuild.lock")).unwrap();
+    let mut lock = envbuild::core::lock::Lock::from_toml(&text).unwrap();
+    // A name of this run's own, so the tag cannot be another test's or a real image's.
+    lock.name = format!("doctor-probe-{}", nonce());
+    let hash = lock.hash().unwrap();
+    let tag = envbuild::core::render::image_tag(&lock, &hash, "runtime");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("envbuild.lock");
+    std::fs::write(&path, lock.to_toml().unwrap()).unwrap();
+    let (repo, t) = tag.split_once(':').unwrap();
+    d.tag_image(&support::busybox_image(&d), repo, t);
+    let out = envbuild()
+        .args(["doctor", "--json", "--lock"])
+        .arg(&path)
+        .env("ENVBUILD_DRIVER_VERSION", "570.133.20")
+        .env("ENVBUILD_GPUS", "H100")
+        .env("ENVBUILD_NO_NVML", "1")
+        .output()
+        .unwrap();
+    d.remove_image(&tag);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let detail = report["container_gpu"]["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains(&format!("the lock's image `{tag}`")),
+        "{detail}"
+    );
+    assert_eq!(report["container_gpu"]["verified"], false, "{detail}");
+    d.assert_no_smoke_container("after doctor's probe of the lock's image");
 }

@@ -349,6 +349,18 @@ fn a_lock_is_checked_against_the_host() {
     );
     assert_eq!(check(&native, "driver_compat")["code"], "DRIVER_NATIVE");
     assert_eq!(check(&native, "arch_coverage")["code"], "OK");
+    // An R570 driver older than 12.8.1's toolkit driver (570.124.06) still reports CUDA 12.8,
+    // and a 12.8.1 runtime runs natively on it: native is decided per minor version.
+    let early = json_of(
+        doctor()
+            .arg("--lock")
+            .arg(&lock)
+            .env("ENVBUILD_DRIVER_VERSION", "570.86.10")
+            .env("ENVBUILD_GPUS", "H100"),
+        0,
+    );
+    assert_eq!(early["host"]["cuda"], "12.8");
+    assert_eq!(check(&early, "driver_compat")["code"], "DRIVER_NATIVE");
     let minor = json_of(
         doctor()
             .arg("--lock")

@@ -690,3 +690,73 @@ fn lock_expectations_drive_the_checks() {
         cuda.report.checks
     );
 }
+
+/// `envbuild smoke --lock` against the stand-in H100 (torch 2.5.1+cu124, cuDNN 9.1.0, NCCL
+/// 2.21.5, sm_50..sm_90, no PTX), with a lock derived from a committed one whose cuDNN, NCCL and
+/// PTX differ from the build. Returns the report and the exit code.
+fn smoke_with_lock(edit: impl FnOnce(&mut envbuild::core::lock::Lock)) -> Run {
+    let text = std::fs::read_to_string(root().join("specs/torch-gpu-env/envbuild.lock")).unwrap();
+    let mut lock = envbuild::core::lock::Lock::from_toml(&text).unwrap();
+    lock.cuda = "12.4.1".into();
+    lock.cudnn = Some("9.2.0.82".into());
+    lock.nccl = Some("2.22.3".into());
+    lock.arch_list = vec!["sm_80".into(), "sm_90".into()];
+    lock.ptx = vec!["compute_90".into()];
+    lock.packages = [("torch".to_string(), "2.5.1".to_string())].into();
+    lock.install.pip.clear();
+    lock.image.shm_size = "1m".into();
+    lock.gpus.clear();
+    edit(&mut lock);
+    let dir = fake_torch("gpu");
+    let path = write(dir.path(), "envbuild.lock", &lock.to_toml().unwrap());
+    let out = envbuild()
+        .args([
+            "smoke", "--python", "python3", "--json", "--gpus", "all", "--lock",
+        ])
+        .arg(&path)
+        .env("PYTHONPATH", dir.path())
+        .env("ENVBUILD_SMOKE_LIBCUDA", "0")
+        .env("ENVBUILD_SMOKE_DEV_NODES", "0")
+        .env("ENVBUILD_SMOKE_IN_CONTAINER", "0")
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap();
+    let report: SmokeReport = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_schema(&report, code);
+    Run { report, code }
+}
+
+/// The lock's confidence reaches the script: a cuDNN or NCCL the table is unsure of, and a PTX
+/// that no target GPU uses, only warn; the same differences from confirmed facts fail.
+#[test]
+fn unconfirmed_lock_facts_and_unused_ptx_only_warn() {
+    let confirmed = smoke_with_lock(|_| {});
+    assert_eq!(confirmed.code, 1);
+    confirmed.assert("cudnn_version", Status::Fail, "VERSION_DRIFT");
+    confirmed.assert("nccl_version", Status::Fail, "VERSION_DRIFT");
+    confirmed.assert("arch_list", Status::Fail, "ARCH_MISSING");
+
+    let unsure = smoke_with_lock(|l| {
+        l.unconfirmed = vec!["cudnn".into(), "nccl".into()];
+        l.gpus = vec![envbuild::core::lock::LockedGpu {
+            input: "H100".into(),
+            model: Some("H100".into()),
+            cc: "9.0".into(),
+            runs_via: "sm_90".into(),
+        }];
+    });
+    assert_eq!(unsure.code, 0, "{:#?}", unsure.report.checks);
+    let c = unsure.assert("cudnn_version", Status::Warn, "VERSION_DRIFT");
+    assert!(
+        !c.required && c.detail.contains("unconfirmed"),
+        "{}",
+        c.detail
+    );
+    unsure.assert("nccl_version", Status::Warn, "VERSION_DRIFT");
+    // compute_90 is missing, but the H100 target runs the sm_90 cubin.
+    let c = unsure.assert("arch_list", Status::Warn, "ARCH_MISSING_UNUSED");
+    assert!(c.detail.contains("compute_90"), "{}", c.detail);
+    unsure.assert("matmul", Status::Pass, "OK");
+}

@@ -108,6 +108,16 @@ impl Docker {
         names
     }
 
+    /// Give `image` the extra name `repo:tag` (`docker tag`).
+    pub fn tag_image(&self, image: &str, repo: &str, tag: &str) {
+        let opts = bollard::query_parameters::TagImageOptionsBuilder::default()
+            .repo(repo)
+            .tag(tag)
+            .build();
+        self.block_on(self.client.tag_image(image, Some(opts)))
+            .unwrap_or_else(|e| panic!("cannot tag `{image}` as `{repo}:{tag}`: {e}"));
+    }
+
     /// Remove an image (forced); a missing image is not an error.
     pub fn remove_image(&self, image: &str) {
         let opts = bollard::query_parameters::RemoveImageOptionsBuilder::default()
@@ -358,14 +368,27 @@ const IMPORT_CHANGES: &[&str] = &[
 ];
 
 fn import_if_missing(d: &Docker, repo: &str, tag: &str, make: impl FnOnce() -> Vec<u8>) -> String {
-    let tag = sha12(&[tag.as_bytes(), IMPORT_CHANGES.join("\n").as_bytes()]);
+    import_with_changes(d, repo, tag, &[], make)
+}
+
+/// Like [`import_if_missing`], with Dockerfile-style `changes` after [`IMPORT_CHANGES`] (part of
+/// the tag too).
+fn import_with_changes(
+    d: &Docker,
+    repo: &str,
+    tag: &str,
+    changes: &[&str],
+    make: impl FnOnce() -> Vec<u8>,
+) -> String {
+    let all: Vec<&str> = IMPORT_CHANGES.iter().chain(changes).copied().collect();
+    let tag = sha12(&[tag.as_bytes(), all.join("\n").as_bytes()]);
     let name = format!("{repo}:{tag}");
     if d.block_on(images::inspect(&d.engine, &name))
         .expect("inspect")
         .is_none()
     {
         let tar = make();
-        d.import_rootfs(tar, repo, &tag, IMPORT_CHANGES);
+        d.import_rootfs(tar, repo, &tag, &all);
     }
     name
 }
@@ -388,6 +411,36 @@ pub fn busybox_with_python_stand_in(d: &Docker, kind: &str, script: &str) -> Str
     import_if_missing(d, &format!("envbuild-test/busybox-py-{kind}"), &tag, || {
         busybox_rootfs(&bb, &extra)
     })
+}
+
+/// Busybox plus `/usr/bin/python3` = `script`, the `files` given (path → contents) and the
+/// Dockerfile-style `changes` (`ENTRYPOINT [...]`).
+pub fn busybox_stand_in_with(
+    d: &Docker,
+    kind: &str,
+    script: &str,
+    files: &[(&str, &str)],
+    changes: &[&str],
+) -> String {
+    let bb = static_busybox();
+    let mut parts: Vec<&[u8]> = vec![BUSYBOX_RECIPE, &bb, script.as_bytes()];
+    for (p, c) in files {
+        parts.push(p.as_bytes());
+        parts.push(c.as_bytes());
+    }
+    let tag = sha12(&parts);
+    let mut extra = BTreeMap::new();
+    extra.insert("usr/bin/python3", (0o755, script.as_bytes().to_vec()));
+    for (p, c) in files {
+        extra.insert(*p, (0o644, c.as_bytes().to_vec()));
+    }
+    import_with_changes(
+        d,
+        &format!("envbuild-test/busybox-py-{kind}"),
+        &tag,
+        changes,
+        || busybox_rootfs(&bb, &extra),
+    )
 }
 
 /// A stand-in `python3` that never finishes (for time limits and Ctrl-C).

@@ -54,6 +54,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         ptx: build.ptx.iter().map(compute).collect(),
         glibc_min: build.glibc.to_string(),
         glibc_target: spec.target.glibc.as_ref().map(|g| g.to_string()),
+        unconfirmed: build.unconfirmed_facts(),
         auto_added: p.lines.auto_added,
         install: p.lines.install,
         image: image::locked(spec, p.base, &p.packages.map),

@@ -18,6 +18,7 @@ pub(super) struct Build {
     pub variant: Option<String>,
     pub cuda: Version,
     pub cudnn: Option<String>,
+    pub cudnn_confidence: Confidence,
     pub nccl: Option<String>,
     pub arch: Vec<Cc>,
     pub ptx: Vec<Cc>,
@@ -26,8 +27,47 @@ pub(super) struct Build {
     pub ptx_confidence: Confidence,
     pub glibc: Version,
     pub glibc_confidence: Confidence,
+    /// Whether the source really installs this build: PyPI's torch is one variant of the index's
+    /// wheels, and which one is a fact with its own confidence. Every fact of the build (CUDA,
+    /// cuDNN, NCCL, arch list) rests on it.
+    pub variant_confidence: Confidence,
     /// Warnings that come with choosing this build at all.
     pub notes: Vec<Diagnostic>,
+}
+
+impl Build {
+    /// The build's facts that rest on unconfirmed table rows, as the lock's `unconfirmed` keys:
+    /// `cuda`, `cudnn`, `nccl`, `arch_list` (the whole list), `arch_list:sm_XY` (one entry of
+    /// it) and `ptx`. An unsure variant (which build PyPI's torch is) makes every one unsure.
+    pub fn unconfirmed_facts(&self) -> Vec<String> {
+        let all = self.variant_confidence.is_unconfirmed();
+        let whole_arch = all || self.arch_confidence.is_unconfirmed();
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |key: &str, unsure: bool| {
+            if unsure {
+                out.push(key.to_string());
+            }
+        };
+        add("cuda", all);
+        add(
+            "cudnn",
+            self.cudnn.is_some() && (all || self.cudnn_confidence.is_unconfirmed()),
+        );
+        add("nccl", self.nccl.is_some() && all);
+        add("arch_list", whole_arch);
+        add("ptx", all || self.ptx_confidence.is_unconfirmed());
+        if !whole_arch {
+            for cc in self
+                .arch
+                .iter()
+                .filter(|c| self.unconfirmed_arch.contains(c))
+            {
+                out.push(format!("arch_list:{}", cc.sm()));
+            }
+        }
+        out.sort();
+        out
+    }
 }
 
 /// The selectors a source offers for a torch row, as major.minor CUDA versions.
@@ -190,6 +230,7 @@ fn wheel_build(
         variant: Some(variant),
         cuda: w.cuda.clone(),
         cudnn: Some(w.cudnn.clone()),
+        cudnn_confidence: w.cudnn_confidence,
         nccl: w.nccl.clone(),
         arch,
         ptx,
@@ -202,6 +243,10 @@ fn wheel_build(
         ptx_confidence: w.ptx_confidence,
         glibc,
         glibc_confidence,
+        variant_confidence: match source {
+            Source::Pypi => t.pypi_default_confidence,
+            _ => Confidence::Primary,
+        },
         notes,
     })
 }
@@ -295,6 +340,7 @@ fn channel_build(
         variant: None,
         cuda: w.cuda.clone(),
         cudnn: Some(w.cudnn.clone()),
+        cudnn_confidence: w.cudnn_confidence,
         nccl: w.nccl.clone(),
         arch: w.arch.clone(),
         ptx: w.ptx.clone(),
@@ -303,6 +349,7 @@ fn channel_build(
         ptx_confidence: w.ptx_confidence,
         glibc: v("2.17"),
         glibc_confidence: Confidence::Primary,
+        variant_confidence: Confidence::Primary,
         notes: Vec::new(),
     })
 }
@@ -335,6 +382,7 @@ fn conda_forge_build(
         variant: None,
         cuda: selector.clone(),
         cudnn: None,
+        cudnn_confidence: Confidence::Primary,
         nccl: None,
         arch: b.arch.clone(),
         ptx: b.ptx.clone(),
@@ -343,6 +391,7 @@ fn conda_forge_build(
         ptx_confidence: b.confidence,
         glibc: b.glibc.clone(),
         glibc_confidence: b.confidence,
+        variant_confidence: Confidence::Primary,
         notes,
     })
 }

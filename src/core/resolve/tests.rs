@@ -414,6 +414,44 @@ fn unconfirmed_facts_warn_but_never_fail() {
     assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("13.0.3"));
 }
 
+/// The lock records which of the build's facts rest on unconfirmed rows, so the smoke test can
+/// warn instead of failing when an image differs from one of them.
+#[test]
+fn the_lock_names_the_build_facts_that_are_unconfirmed() {
+    let lock = |t: &Table, body: &str, target: &str| {
+        let spec = parse(&spec(body, target), Format::Toml, "s", t).unwrap();
+        resolve(&spec, t, "0").lock.expect("a lock")
+    };
+    let t = table();
+    assert!(lock(&t, IDX, "driver = \"550.54.15\"")
+        .unconfirmed
+        .is_empty());
+    // One doubtful entry of the arch list, not the whole list.
+    let cu118 = "python = \"3.11\"\npytorch = \"2.6.0\"\ncuda = \"11.8\"";
+    let l = lock(&t, cu118, "driver = \"520.61.05\"");
+    assert!(l.arch_list.contains(&"sm_37".to_string()));
+    assert_eq!(l.unconfirmed, ["arch_list:sm_37"]);
+    // Which variant PyPI's 1.12.1 is, is unconfirmed: every fact of the build rests on it.
+    let pypi = lock(
+        &t,
+        "python = \"3.10\"\npytorch = \"1.12.1\"",
+        "driver = \"440.33\"",
+    );
+    assert_eq!(pypi.unconfirmed, ["arch_list", "cuda", "cudnn", "ptx"]);
+    // A row's own cuDNN and PTX confidences.
+    let row = "torch = \"2.5\"\nvariant = \"cu124\"\ncuda = \"12.4.1\"\ncudnn = \"9.1.0.70\"\n";
+    assert!(FIXTURE.contains(row));
+    let doubtful = FIXTURE.replace(
+        row,
+        &format!("{row}cudnn_confidence = \"unconfirmed\"\nptx_confidence = \"unconfirmed\"\n"),
+    );
+    let t = Table::parse(&doubtful, "fixture").unwrap();
+    assert_eq!(
+        lock(&t, IDX, "driver = \"550.54.15\"").unconfirmed,
+        ["cudnn", "ptx"]
+    );
+}
+
 #[test]
 fn old_drivers_that_dropped_or_kept_gpus() {
     // R595 no longer drives Pascal (last branch R580).

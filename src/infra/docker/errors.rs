@@ -61,14 +61,95 @@ pub(crate) fn image_not_found(image: &str, host: &str) -> Failure {
     )
 }
 
-/// Whether an engine message says it cannot give a container the GPU it asked for (no NVIDIA
-/// Container Toolkit, no CDI devices, an unregistered runtime), as opposed to any other failure.
-pub(crate) fn refuses_gpu(msg: &str) -> bool {
+/// Why the engine would not give a container the GPU it asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GpuRefusal {
+    /// No way to give GPUs at all: no NVIDIA Container Toolkit, no CDI devices, an
+    /// unregistered runtime, or a toolkit that cannot reach the driver.
+    NoRuntime,
+    /// The runtime works, but the image's own requirement (`NVIDIA_REQUIRE_CUDA`) on the
+    /// driver is not met: `cuda>=12.4` (or `driver>=...`), as the toolkit wrote it.
+    DriverTooOld { condition: String },
+    /// The image requires something else of the GPUs (`arch>=8.0`, `brand=tesla`).
+    Requirement { condition: String },
+}
+
+/// Classify an engine message: `None` for a failure that has nothing to do with GPUs. The one
+/// place that reads these messages, for the smoke run and for `doctor`'s probe alike.
+pub(crate) fn gpu_refusal(msg: &str) -> Option<GpuRefusal> {
     let m = msg.to_ascii_lowercase();
-    m.contains("could not select device driver")
+    if let Some(condition) = unsatisfied_condition(msg) {
+        let c = condition.to_ascii_lowercase();
+        return Some(if c.starts_with("cuda") || c.starts_with("driver") {
+            GpuRefusal::DriverTooOld { condition }
+        } else {
+            GpuRefusal::Requirement { condition }
+        });
+    }
+    let no_runtime = m.contains("could not select device driver")
         || m.contains("nvidia-container-cli")
         || m.contains("unknown or invalid runtime")
-        || m.contains("unresolvable cdi devices")
+        || m.contains("unresolvable cdi devices");
+    no_runtime.then_some(GpuRefusal::NoRuntime)
+}
+
+/// The condition in nvidia-container-cli's `requirement error: unsatisfied condition: cuda>=12.4,
+/// please update your driver ...`, up to the comma, the line's end or the quoting that engines
+/// and shells wrap around it (`cuda >= 9.0\\n\"`).
+fn unsatisfied_condition(msg: &str) -> Option<String> {
+    const KEY: &str = "unsatisfied condition:";
+    let at = msg.to_ascii_lowercase().find(KEY)? + KEY.len();
+    let rest = &msg[at..];
+    let end = rest
+        .find([',', '\n', '\r', '\\', '"'])
+        .unwrap_or(rest.len());
+    let condition = rest[..end].trim();
+    (!condition.is_empty()).then(|| condition.to_string())
+}
+
+/// The failure for a refusal of `gpu_refusal`: `NO_GPU_RUNTIME`, or `CUDA_DRIVER_TOO_OLD`
+/// naming the image's requirement and the host's `driver` when known.
+pub(crate) fn refused(
+    refusal: &GpuRefusal,
+    host: &str,
+    msg: &str,
+    driver: Option<&str>,
+) -> Failure {
+    let driver = driver.map_or_else(
+        || "the engine host's driver".to_string(),
+        |d| format!("driver {d}"),
+    );
+    match refusal {
+        GpuRefusal::NoRuntime => no_gpu_runtime(host, msg),
+        GpuRefusal::DriverTooOld { condition } => Failure::one(
+            Diagnostic::error(
+                codes::CUDA_DRIVER_TOO_OLD,
+                format!(
+                    "the image requires `{condition}` (its NVIDIA_REQUIRE_CUDA), which {driver} \
+                     on the engine at `{host}` does not meet: the NVIDIA runtime refused to start it"
+                ),
+            )
+            .with_hint(
+                "update the host's NVIDIA driver to one whose CUDA version meets the requirement, \
+                 or build the image for an older CUDA (`envbuild doctor --lock LOCK` says which \
+                 CUDA this driver runs)",
+            ),
+        ),
+        GpuRefusal::Requirement { condition } => Failure::one(
+            Diagnostic::error(
+                codes::GPU_REQUIREMENT_UNMET,
+                format!(
+                    "the image requires `{condition}` (its NVIDIA_REQUIRE_* variables), which the \
+                     GPUs or {driver} on the engine at `{host}` do not meet: the NVIDIA runtime \
+                     refused to start it"
+                ),
+            )
+            .with_hint(
+                "run it on GPUs that meet the requirement, or use an image without it; \
+                 `envbuild doctor` shows this host's GPUs and driver",
+            ),
+        ),
+    }
 }
 
 /// `NO_GPU_RUNTIME`: the engine at `host` refused a GPU request with `msg`.
@@ -98,10 +179,94 @@ mod tests {
             "Unknown or invalid runtime name: nvidia",
             "unresolvable CDI devices nvidia.com/gpu=all",
         ] {
-            assert!(refuses_gpu(refusal), "{refusal}");
+            assert_eq!(
+                gpu_refusal(refusal),
+                Some(GpuRefusal::NoRuntime),
+                "{refusal}"
+            );
         }
-        assert!(!refuses_gpu("no such image"));
-        assert!(!refuses_gpu("executable file not found in $PATH"));
+        assert_eq!(gpu_refusal("no such image"), None);
+        assert_eq!(gpu_refusal("executable file not found in $PATH"), None);
+    }
+
+    /// Messages as engines printed them (NVIDIA/nvidia-docker #1442, #536,
+    /// NVIDIA/nvidia-container-toolkit #152, SyneRBI/PETRIC2 #27): the toolkit works, the
+    /// image's NVIDIA_REQUIRE_CUDA wants a newer driver.
+    #[test]
+    fn an_images_cuda_requirement_is_a_driver_too_old_naming_it() {
+        let cases = [
+            (
+                "failed to create task for container: failed to create shim task: OCI runtime \
+              create failed: runc create failed: unable to start container process: error \
+              during container init: error running prestart hook #0: exit status 1, stdout: , \
+              stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: \
+              unsatisfied condition: cuda>=12.8, please update your driver to a newer version, \
+              or use an earlier cuda container: unknown",
+                "cuda>=12.8",
+            ),
+            (
+                "OCI runtime create failed: container_linux.go:370: starting container process \
+              caused: process_linux.go:459: container init caused: Running hook #0:: error \
+              running hook: exit status 1, stdout: , stderr: nvidia-container-cli: requirement \
+              error: unsatisfied condition: cuda>=11.0, please update your driver to a newer \
+              version, or use an earlier cuda container: unknown",
+                "cuda>=11.0",
+            ),
+            (
+                r#"oci runtime error: container_linux.go:265: starting container process caused "process_linux.go:368: container init caused \"process_linux.go:351: running prestart hook 1 caused \\\"error running hook: exit status 1, stdout: , stderr: exec command: [/usr/bin/nvidia-container-cli --load-kmods configure --ldconfig=@/sbin/ldconfig.real --device=all --compute --utility --require=cuda>=9.0 --pid=4781 /var/lib/docker/overlay2/7c70/merged]\\\\nnvidia-container-cli: requirement error: unsatisfied condition: cuda >= 9.0\\\\n\\\"\"""#,
+                "cuda >= 9.0",
+            ),
+            (
+                "nvidia-container-cli: requirement error: unsatisfied condition: driver>=470",
+                "driver>=470",
+            ),
+        ];
+        for (msg, want) in cases {
+            assert_eq!(
+                gpu_refusal(msg),
+                Some(GpuRefusal::DriverTooOld {
+                    condition: want.to_string()
+                }),
+                "{msg}"
+            );
+        }
+        let r = gpu_refusal(cases[0].0).unwrap();
+        let f = refused(&r, "unix:///x", cases[0].0, Some("550.54.15"));
+        let d = &f.diagnostics[0];
+        assert_eq!(d.code, codes::CUDA_DRIVER_TOO_OLD);
+        assert!(
+            d.message.contains("`cuda>=12.8`") && d.message.contains("driver 550.54.15"),
+            "{}",
+            d.message
+        );
+        let hint = d.hint.as_deref().unwrap();
+        assert!(
+            hint.contains("driver") && hint.contains("older CUDA"),
+            "{hint}"
+        );
+        assert!(!hint.contains("Container Toolkit"), "{hint}");
+        let f = refused(&r, "unix:///x", cases[0].0, None);
+        assert!(f.diagnostics[0]
+            .message
+            .contains("the engine host's driver"));
+
+        let arch = "nvidia-container-cli: requirement error: unsatisfied condition: arch>=8.0";
+        let r = gpu_refusal(arch).unwrap();
+        assert_eq!(
+            r,
+            GpuRefusal::Requirement {
+                condition: "arch>=8.0".into()
+            }
+        );
+        assert_eq!(
+            refused(&r, "h", arch, None).diagnostics[0].code,
+            codes::GPU_REQUIREMENT_UNMET
+        );
+        // Without a condition it is still the toolkit failing: no runtime to speak of.
+        assert_eq!(
+            gpu_refusal("nvidia-container-cli: requirement error: unsatisfied condition: "),
+            Some(GpuRefusal::NoRuntime)
+        );
     }
 
     #[test]

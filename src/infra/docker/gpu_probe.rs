@@ -2,10 +2,15 @@
 //! directories it registers (a hint), and, when an image is available, a container started with
 //! a GPU request (the only definitive answer). The probe container is labelled like smoke
 //! containers and always removed. Performs I/O (the engine).
+//!
+//! Which image: `--image`, else the image a `--lock` renders to when the engine has it, else
+//! the newest image envbuild built here. Only the lock's image is started as it is; from any
+//! other the probe asks about the runtime alone, so it sets `NVIDIA_DISABLE_REQUIRE=1` and an
+//! unrelated image's `NVIDIA_REQUIRE_CUDA` cannot make a working runtime look broken.
 
-use super::errors::refuses_gpu;
+use super::errors::{gpu_refusal, refused, GpuRefusal};
 use super::run::{gpu_request, remove_run_containers};
-use super::{is_not_found, labels, new_run_id, short_error, Engine};
+use super::{images, is_not_found, labels, new_run_id, short_error, Engine};
 use crate::core::doctor::ContainerGpu;
 use crate::core::render::LABEL_LOCK_SHA256;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -24,8 +29,53 @@ async fn an_envbuild_image(engine: &Engine) -> Option<String> {
     images.into_iter().next().map(|i| i.id)
 }
 
-/// Probe the engine. Never fails: what could not be found out is said in `detail`.
-pub async fn container_gpu(engine: &Engine, image: Option<&str>) -> ContainerGpu {
+/// The image to start, and whether the probe asks about the runtime alone.
+struct ProbeImage {
+    name: String,
+    /// The image is only a vehicle: its own NVIDIA requirements are switched off.
+    runtime_only: bool,
+    /// How to name it in the detail.
+    what: &'static str,
+}
+
+/// `image` (`--image`), else the first of `lock_tags` the engine has, else the newest
+/// envbuild image.
+async fn probe_image(
+    engine: &Engine,
+    image: Option<&str>,
+    lock_tags: &[String],
+) -> Option<ProbeImage> {
+    if let Some(i) = image {
+        return Some(ProbeImage {
+            name: i.to_string(),
+            runtime_only: true,
+            what: "",
+        });
+    }
+    for tag in lock_tags {
+        if let Ok(Some(_)) = images::inspect(engine, tag).await {
+            return Some(ProbeImage {
+                name: tag.clone(),
+                runtime_only: false,
+                what: "the lock's image ",
+            });
+        }
+    }
+    an_envbuild_image(engine).await.map(|name| ProbeImage {
+        name,
+        runtime_only: true,
+        what: "",
+    })
+}
+
+/// Probe the engine, starting a container from `image`, or from the first of `lock_tags`
+/// (the tags a `--lock` renders to) the engine has, or from the newest envbuild image. Never
+/// fails: what could not be found out is said in `detail`.
+pub async fn container_gpu(
+    engine: &Engine,
+    image: Option<&str>,
+    lock_tags: &[String],
+) -> ContainerGpu {
     let mut detail = Vec::new();
     let (nvidia_runtime, cdi) = match engine.docker.info().await {
         Ok(info) => {
@@ -54,11 +104,7 @@ pub async fn container_gpu(engine: &Engine, image: Option<&str>) -> ContainerGpu
             (None, None)
         }
     };
-    let image = match image {
-        Some(i) => Some(i.to_string()),
-        None => an_envbuild_image(engine).await,
-    };
-    let verified = match &image {
+    let verified = match probe_image(engine, image, lock_tags).await {
         None => {
             detail.push(
                 "no image to start a GPU container from (build one with `envbuild image`, or pass --image)"
@@ -67,7 +113,7 @@ pub async fn container_gpu(engine: &Engine, image: Option<&str>) -> ContainerGpu
             None
         }
         Some(image) => {
-            let (verified, what) = try_gpu_container(engine, image).await;
+            let (verified, what) = try_gpu_container(engine, &image).await;
             detail.push(what);
             verified
         }
@@ -81,7 +127,8 @@ pub async fn container_gpu(engine: &Engine, image: Option<&str>) -> ContainerGpu
 }
 
 /// Create and start a container with `--gpus all` from `image`; always remove it.
-async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, String) {
+async fn try_gpu_container(engine: &Engine, probe: &ProbeImage) -> (Option<bool>, String) {
+    let image = probe.name.as_str();
     let run_id = new_run_id();
     let mut container_labels = HashMap::new();
     container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
@@ -92,6 +139,9 @@ async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, Strin
         entrypoint: Some(vec!["true".into()]),
         cmd: Some(vec![]),
         labels: Some(container_labels),
+        env: probe
+            .runtime_only
+            .then(|| vec!["NVIDIA_DISABLE_REQUIRE=1".to_string()]),
         host_config: Some(HostConfig {
             device_requests: Some(vec![gpu_request()]),
             network_mode: Some("none".into()),
@@ -101,9 +151,10 @@ async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, Strin
     };
     let name = format!("envbuild-gpu-probe-{run_id}");
     let opts = CreateContainerOptionsBuilder::default().name(&name).build();
+    let what = probe.what;
     let outcome = match engine.docker.create_container(Some(opts), body).await {
         Err(e) if is_not_found(&e) => (None, format!("image `{image}` is not on the engine")),
-        Err(e) => classify(image, &short_error(&e)),
+        Err(e) => classify(engine, probe, &short_error(&e)).await,
         Ok(created) => match engine
             .docker
             .start_container(
@@ -114,9 +165,9 @@ async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, Strin
         {
             Ok(()) => (
                 Some(true),
-                format!("a container from `{image}` started with --gpus all"),
+                format!("a container from {what}`{image}` started with --gpus all"),
             ),
-            Err(e) => classify(image, &short_error(&e)),
+            Err(e) => classify(engine, probe, &short_error(&e)).await,
         },
     };
     // Best effort: a leftover would carry the smoke label and be found by the tests.
@@ -125,16 +176,34 @@ async fn try_gpu_container(engine: &Engine, image: &str) -> (Option<bool>, Strin
 }
 
 /// A refused GPU request is a definitive "no"; any other failure proves nothing either way.
-fn classify(image: &str, msg: &str) -> (Option<bool>, String) {
-    if refuses_gpu(msg) {
-        (
-            Some(false),
-            format!("a container from `{image}` with --gpus all was refused: {msg}"),
-        )
-    } else {
-        (
+/// The lock's image refused for its CUDA requirement is a "no" for that build, said with the
+/// refusal's code and requirement.
+async fn classify(engine: &Engine, probe: &ProbeImage, msg: &str) -> (Option<bool>, String) {
+    let (image, what) = (probe.name.as_str(), probe.what);
+    match gpu_refusal(msg) {
+        None => (
             None,
-            format!("the GPU probe container from `{image}` failed for another reason: {msg}"),
-        )
+            format!(
+                "the GPU probe container from {what}`{image}` failed for another reason: {msg}"
+            ),
+        ),
+        Some(GpuRefusal::NoRuntime) => (
+            Some(false),
+            format!("a container from {what}`{image}` with --gpus all was refused: {msg}"),
+        ),
+        Some(r) => {
+            let driver = super::host_gpu_identity(engine)
+                .await
+                .and_then(|id| id.driver);
+            let f = refused(&r, &engine.host, msg, driver.as_deref());
+            let d = &f.diagnostics[0];
+            (
+                Some(false),
+                format!(
+                    "a container from {what}`{image}` with --gpus all was refused ({}): {}",
+                    d.code, d.message
+                ),
+            )
+        }
     }
 }

@@ -30,6 +30,10 @@ pub mod codes {
     pub const CONTEXT_INVALID: Code = "CONTEXT_INVALID";
     pub const IMAGE_NOT_FOUND: Code = "IMAGE_NOT_FOUND";
     pub const NO_GPU_RUNTIME: Code = "NO_GPU_RUNTIME";
+    /// The NVIDIA runtime refused the image: its `NVIDIA_REQUIRE_CUDA` needs a newer driver.
+    pub const CUDA_DRIVER_TOO_OLD: Code = "CUDA_DRIVER_TOO_OLD";
+    /// The NVIDIA runtime refused the image for another of its requirements (`arch`, `brand`).
+    pub const GPU_REQUIREMENT_UNMET: Code = "GPU_REQUIREMENT_UNMET";
     pub const INTERRUPTED: Code = "INTERRUPTED";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
@@ -43,6 +47,8 @@ pub mod codes {
         CONTEXT_INVALID,
         IMAGE_NOT_FOUND,
         NO_GPU_RUNTIME,
+        CUDA_DRIVER_TOO_OLD,
+        GPU_REQUIREMENT_UNMET,
         INTERRUPTED,
     ];
 }
@@ -131,6 +137,32 @@ pub async fn connect() -> Result<Engine, Failure> {
             .with_hint(unreachable_hint()),
         )),
     }
+}
+
+/// The engine's own id (`docker info`'s `ID`): another engine, even at the same socket path,
+/// has another. `None` when the engine does not say.
+pub async fn engine_id(engine: &Engine) -> Option<String> {
+    let info = engine.docker.info().await.ok()?;
+    info.id.filter(|id| !id.trim().is_empty())
+}
+
+/// Whether the engine runs on this machine (a `unix://` socket), so that this machine's driver
+/// and GPUs are the ones its containers get.
+pub fn is_local(engine: &Engine) -> bool {
+    engine.host.starts_with("unix://")
+}
+
+/// The driver and GPUs the engine's containers get, from this machine's probes; `None` for an
+/// engine elsewhere, whose machine cannot be probed from here.
+pub async fn host_gpu_identity(engine: &Engine) -> Option<crate::core::host::GpuIdentity> {
+    if !is_local(engine) {
+        return None;
+    }
+    let cfg = crate::infra::host::ProbeConfig::from_env();
+    // NVML and nvidia-smi block (nvidia-smi up to its time limit): off the async workers.
+    tokio::task::spawn_blocking(move || crate::infra::host::gpu_identity(&cfg))
+        .await
+        .ok()
 }
 
 /// A new id for one run's containers: unique enough to tell concurrent runs apart. With

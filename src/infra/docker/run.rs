@@ -4,15 +4,16 @@
 //! timeout and interruption. Performs network I/O against the engine.
 
 use super::context::{deterministic_tar, TarFile};
-use super::errors::{image_not_found, no_gpu_runtime, refuses_gpu};
+use super::errors::{gpu_refusal, image_not_found, refused};
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::smoke::codes as smoke_codes;
 use crate::core::smoke::{Expectations, Mode, SmokeReport, IMAGE_EXPECT_PATH, IMAGE_SCRIPT_PATH};
 use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, ListContainersOptionsBuilder, LogsOptionsBuilder,
-    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, DownloadFromContainerOptionsBuilder,
+    ListContainersOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
+    UploadToContainerOptionsBuilder,
 };
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use futures_util::StreamExt;
@@ -168,6 +169,96 @@ pub async fn remove_run_containers(engine: &Engine, run_id: &str) -> Result<(), 
         }
     }
     first_err.map_or(Ok(()), Err)
+}
+
+/// Most bytes read back of one file from an image (an expectations file is a few hundred).
+const MAX_IMAGE_FILE_BYTES: usize = 1 << 20;
+
+/// The regular file at `path` in `image`, read from a container that is created and never
+/// started (nothing in the image runs); `None` when the image has no such file. The container
+/// is labelled with `run_id`, like smoke containers, and removed before this returns.
+pub async fn read_image_file(
+    engine: &Engine,
+    image: &str,
+    path: &str,
+    run_id: &str,
+) -> Result<Option<Vec<u8>>, Failure> {
+    let mut container_labels = HashMap::new();
+    container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
+    container_labels.insert(labels::RUN_ID.to_string(), run_id.to_string());
+    let body = ContainerCreateBody {
+        image: Some(image.to_string()),
+        // Never started: a command is only needed for the engine to accept the container.
+        entrypoint: Some(vec!["true".into()]),
+        cmd: Some(vec![]),
+        labels: Some(container_labels),
+        network_disabled: Some(true),
+        ..Default::default()
+    };
+    let created = match engine
+        .docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+    {
+        Ok(c) => c,
+        Err(e) if is_not_found(&e) => return Err(image_not_found(image, &engine.host)),
+        Err(e) => {
+            return Err(engine_error(
+                "cannot create a container to read the image",
+                &e,
+            ))
+        }
+    };
+    let read = download_file(engine, &created.id, path).await;
+    let removed = remove_run_containers(engine, run_id).await;
+    let file = read?;
+    removed?;
+    Ok(file)
+}
+
+/// One regular file out of a container's filesystem (`docker cp`), at most
+/// [`MAX_IMAGE_FILE_BYTES`]; `None` when the path does not exist or is not a regular file.
+async fn download_file(engine: &Engine, id: &str, path: &str) -> Result<Option<Vec<u8>>, Failure> {
+    let opts = DownloadFromContainerOptionsBuilder::default()
+        .path(path)
+        .build();
+    let mut stream = engine.docker.download_from_container(id, Some(opts));
+    let mut tar_bytes = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        match chunk {
+            Ok(b) => tar_bytes.extend_from_slice(&b),
+            Err(e) if is_not_found(&e) => return Ok(None),
+            Err(e) => {
+                return Err(engine_error(
+                    &format!("cannot read `{path}` from the image"),
+                    &e,
+                ))
+            }
+        }
+        // A tar of one small file: anything far larger is not the file being asked for.
+        if tar_bytes.len() > MAX_IMAGE_FILE_BYTES + 64 * 1024 {
+            return Ok(None);
+        }
+    }
+    let mut archive = tar::Archive::new(tar_bytes.as_slice());
+    let Ok(mut entries) = archive.entries() else {
+        return Ok(None);
+    };
+    let Some(Ok(mut entry)) = entries.next() else {
+        return Ok(None);
+    };
+    if entry.header().entry_type() != tar::EntryType::Regular {
+        return Ok(None);
+    }
+    let mut data = Vec::new();
+    use std::io::Read;
+    match entry.read_to_end(&mut data) {
+        Ok(_) if data.len() <= MAX_IMAGE_FILE_BYTES => Ok(Some(data)),
+        _ => Ok(None),
+    }
 }
 
 /// Run the smoke test in a fresh container and remove the container whatever happens.
@@ -333,7 +424,11 @@ async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String,
     };
     let body = ContainerCreateBody {
         image: Some(req.image.clone()),
-        cmd: Some(smoke_cmd(req.mode)),
+        // The smoke command replaces the image's own ENTRYPOINT (`docker run --entrypoint`),
+        // which would otherwise run with the command as its arguments; an empty `cmd` keeps
+        // the image's CMD from being appended.
+        entrypoint: Some(smoke_cmd(req.mode)),
+        cmd: Some(vec![]),
         labels: Some(container_labels),
         env: Some(vec!["PYTHONUNBUFFERED=1".into()]),
         host_config: Some(host_config),
@@ -344,11 +439,24 @@ async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String,
     match engine.docker.create_container(Some(opts), body).await {
         Ok(created) => Ok(created.id),
         Err(e) if is_not_found(&e) => Err(image_not_found(&req.image, &engine.host)),
-        Err(e) if refuses_gpu(&short_error(&e)) => {
-            Err(no_gpu_runtime(&engine.host, &short_error(&e)))
-        }
-        Err(e) => Err(engine_error("cannot create the smoke container", &e)),
+        Err(e) => Err(match refusal_failure(engine, &short_error(&e)).await {
+            Some(f) => f,
+            None => engine_error("cannot create the smoke container", &e),
+        }),
     }
+}
+
+/// The coded failure when `msg` is the engine refusing a GPU (`errors::gpu_refusal`), naming
+/// this machine's driver when the engine runs here.
+async fn refusal_failure(engine: &Engine, msg: &str) -> Option<Failure> {
+    let refusal = gpu_refusal(msg)?;
+    let driver = match refusal {
+        super::errors::GpuRefusal::NoRuntime => None,
+        _ => super::host_gpu_identity(engine)
+            .await
+            .and_then(|id| id.driver),
+    };
+    Some(refused(&refusal, &engine.host, msg, driver.as_deref()))
 }
 
 async fn start_container(engine: &Engine, req: &SmokeRequest, id: &str) -> Result<(), Failure> {
@@ -360,9 +468,10 @@ async fn start_container(engine: &Engine, req: &SmokeRequest, id: &str) -> Resul
         return Ok(());
     };
     let msg = short_error(&e);
-    Err(if refuses_gpu(&msg) {
-        no_gpu_runtime(&engine.host, &msg)
-    } else if msg.contains("executable file not found") {
+    if let Some(f) = refusal_failure(engine, &msg).await {
+        return Err(f);
+    }
+    Err(if msg.contains("executable file not found") {
         Failure::one(
             Diagnostic::error(
                 smoke_codes::PYTHON_NOT_FOUND,
