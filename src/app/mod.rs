@@ -3,11 +3,13 @@
 //! This layer orchestrates `infra` (files, engine, host) around the pure `core`.
 
 pub mod codes;
+pub mod doctor;
 pub mod image;
 pub mod import;
 pub mod learn;
 pub mod lock;
 pub mod render;
+pub mod smoke;
 pub mod test;
 
 use crate::core::compat::Table;

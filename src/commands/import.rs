@@ -21,7 +21,7 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
         }
     };
     match &args.out {
-        None => print!("{spec}"),
+        None => super::out(&spec)?,
         Some(out) => {
             write_new(out, spec.as_bytes(), args.force)?;
             eprintln!("wrote {}", out.display());

@@ -40,10 +40,30 @@ pub fn eprint_diagnostics(diags: &[Diagnostic]) {
 
 /// Print a JSON value on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
+    out(&json_text(value)?)
+}
+
+/// A JSON document as printed: pretty, with a final newline.
+pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
     let s = serde_json::to_string_pretty(value)
         .map_err(|e| Failure::bug(format!("cannot serialise JSON: {e}")))?;
-    println!("{s}");
-    Ok(())
+    Ok(s + "\n")
+}
+
+/// Every byte envbuild prints on stdout goes through here. A closed pipe (`| head -c1`) ends
+/// the output quietly and the command keeps its exit code; any other write error (`> /dev/full`)
+/// is an `IO_ERROR`, never a panic.
+pub fn out(text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::io(std::path::Path::new("<stdout>"), &e)),
+    }
 }
 
 /// Colours only for a terminal, and never when `NO_COLOR` is set (no-color.org).

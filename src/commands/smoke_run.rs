@@ -85,9 +85,7 @@ pub fn report(
             .collect();
         doc.insert("smoke".into(), smoke.into());
         doc.insert("diagnostics".into(), serde_json::json!(warnings));
-        let text = serde_json::to_string_pretty(&doc)
-            .map_err(|e| Failure::bug(format!("cannot write the JSON verdict: {e}")))?;
-        println!("{text}");
+        super::print_json(&doc)?;
     } else {
         let color = super::stdout_color();
         for r in &results {
@@ -96,7 +94,7 @@ pub fn report(
                 if r.reused {
                     title.push_str(" (verdict reused; --retest runs it again)");
                 }
-                print!("{title}\n{}", render_table(&o.report, color));
+                super::out(&format!("{title}\n{}", render_table(&o.report, color)))?;
                 if !o.report.passed(o.exit_code) && !o.stderr_tail.is_empty() {
                     eprintln!("smoke test stderr (last lines):\n{}", o.stderr_tail);
                 }

@@ -252,7 +252,7 @@ fn learn(table_path: Option<&std::path::Path>, args: &LearnArgs) -> Result<i32, 
     let learned = crate::app::learn::learn(table_path, &args.reports, &opts)?;
     match &args.out {
         Some(path) => crate::infra::fs::write_atomic(path, learned.text.as_bytes())?,
-        None => print!("{}", learned.text),
+        None => super::out(&learned.text)?,
     }
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "learned from {} report file(s):", args.reports.len());
@@ -289,7 +289,7 @@ pub fn run(
             toml::to_string(table)
                 .map_err(|e| Failure::bug(format!("cannot serialise the table: {e}")))?
         };
-        print!("{text}");
+        super::out(&text)?;
         return Ok(exit::OK);
     }
     if args.json {
@@ -330,6 +330,6 @@ pub fn run(
             torch_text(table)
         ),
     };
-    print!("{text}");
+    super::out(&text)?;
     Ok(exit::OK)
 }

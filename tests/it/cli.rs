@@ -141,3 +141,53 @@ fn shm_size_takes_docker_spellings() {
             .stderr(predicate::str::contains(why));
     }
 }
+
+/// The binary with a stdout of the test's choosing (assert_cmd always captures it).
+fn spawn_with_stdout(args: &[&str], stdout: std::process::Stdio) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
+        .args(args)
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn envbuild")
+}
+
+#[test]
+fn a_closed_stdout_ends_the_output_quietly() {
+    let root = crate::support::root();
+    let spec = root.join("specs/torch-gpu-env/envbuild.toml");
+    let out = tempdir();
+    for args in [
+        vec!["table", "--json"],
+        vec!["table"],
+        vec![
+            "lock",
+            "--json",
+            spec.to_str().unwrap(),
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
+    ] {
+        let mut child = spawn_with_stdout(&args, std::process::Stdio::piped());
+        // `| head -c0`: the reader goes away before the first byte.
+        drop(child.stdout.take());
+        let done = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(done.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_full_disk_on_stdout_is_an_io_error_not_a_panic() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    let child = spawn_with_stdout(&["table", "--json"], full.into());
+    let done = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(done.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("IO_ERROR"), "{stderr}");
+}
