@@ -170,7 +170,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
 }
 
 /// Temporaries start with this, so a run killed mid-write leaves files that say whose they are,
-/// and the next write into the same folder removes them once they are [`STALE_TEMP`] old.
+/// and the next write into the same folder removes them once they are `STALE_TEMP` old.
 pub const TEMP_PREFIX: &str = ".envbuild-tmp-";
 /// Older than this, a temporary cannot belong to a write still in progress (writes take ms).
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);

@@ -39,7 +39,7 @@ pub struct WheelPlatform {
 }
 
 impl WheelPlatform {
-    /// The glibc floor, when the tag really tells it (see [`OLDEST_INFORMATIVE_GLIBC`]).
+    /// The glibc floor, when the tag really tells it (see `OLDEST_INFORMATIVE_GLIBC`).
     pub fn informative_glibc(&self) -> Option<&Version> {
         let (major, minor) = OLDEST_INFORMATIVE_GLIBC;
         self.glibc

@@ -7,7 +7,7 @@
 //! (`--templates DIR`) are read by the caller (`infra::fs::read_template_dir`) and passed in as
 //! text, and writing the result is the caller's job too.
 //!
-//! Templates get a dedicated [`Ctx`], not the lock, so lock refactors cannot silently change
+//! Templates get a dedicated `Ctx`, not the lock, so lock refactors cannot silently change
 //! output. Every lock value is checked before it reaches a template ([`check_lock_values`]) and
 //! is quoted by a filter in the template ([`filters`]).
 
