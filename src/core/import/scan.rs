@@ -212,6 +212,9 @@ impl<'a> Scan<'a> {
         lines: spec_text::Lines,
     ) -> Result<Imported, Vec<Diagnostic>> {
         self.pip_over_conda();
+        // Notes in the order of the input's lines (file-wide ones first).
+        self.notes
+            .sort_by_key(|n| n.location.as_ref().map(|l| l.line));
         let torch = super::conda::torch(&mut self);
         if let Some((_, v)) = &torch {
             self.companions(v);
