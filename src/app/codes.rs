@@ -16,6 +16,7 @@ pub fn all() -> Vec<&'static str> {
     v.push(crate::core::lock::INVALID_LOCK);
     v.extend_from_slice(crate::core::diag::codes::ALL);
     v.extend_from_slice(crate::core::spec::codes::ALL);
+    v.extend_from_slice(crate::core::import::codes::ALL);
     v.push(crate::core::compat::TABLE_INVALID);
     v.extend_from_slice(crate::core::learn::codes::ALL);
     v.extend_from_slice(crate::core::resolve::codes::ALL);

@@ -1,20 +1,21 @@
-//! `import`: a conda environment.yml read from disk and turned into a spec, and the spec written
+//! `import`: a conda environment.yml (or a pip requirements.txt) read from disk and turned into a spec, and the spec written
 //! where asked without replacing an existing file by accident. Reads and writes files; prints
 //! nothing.
 
 use super::codes::OUTPUT_EXISTS;
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::import::{import, ImportOptions};
+use crate::core::import::{import, ImportOptions, Imported};
 use crate::infra::fs::{read_text, Input};
 use std::path::Path;
 
-/// The spec text for an environment file; `Err` holds why it cannot be imported.
+/// The spec text for an environment file, with notes on what changed; `Err` holds why it
+/// cannot be imported.
 pub fn import_file(
     file: &Path,
     table: &Table,
     opts: &ImportOptions,
-) -> Result<Result<String, Vec<Diagnostic>>, Failure> {
+) -> Result<Result<Imported, Vec<Diagnostic>>, Failure> {
     let text = read_text(file, Input::EnvironmentFile)?;
     Ok(import(&text, &file.display().to_string(), table, opts))
 }

@@ -341,7 +341,8 @@ pub struct LearnArgs {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// A conda environment.yml (for example from `conda env export`).
+    /// A conda environment.yml (hand-written or from `conda env export`), or a pip
+    /// requirements file (a name ending in `.txt`).
     pub file: PathBuf,
     /// Write the spec here instead of stdout (refuses to overwrite without --force).
     #[arg(long, short, value_name = "FILE")]
@@ -355,4 +356,7 @@ pub struct ImportArgs {
     /// Target GPU (repeatable; `[target] gpus`).
     #[arg(long = "gpu", value_name = "GPU")]
     pub gpus: Vec<String>,
+    /// The Python of a requirements.txt, which cannot name one (e.g. `3.11`).
+    #[arg(long, value_name = "X.Y")]
+    pub python: Option<String>,
 }

@@ -1,5 +1,5 @@
 //! `envbuild import`: the CLI adapter over `app::import`: prints the spec (or writes it with
-//! `--out`) and the diagnostics.
+//! `--out`), the notes on what changed, and the diagnostics.
 
 use super::eprint_diagnostics;
 use crate::app::import::{import_file, write_new};
@@ -12,9 +12,14 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
     let opts = ImportOptions {
         driver: args.driver.clone(),
         gpus: args.gpus.clone(),
+        python: args.python.clone(),
     };
     let spec = match import_file(&args.file, table, &opts)? {
-        Ok(s) => s,
+        Ok(imported) => {
+            // What was changed or left out goes to stderr as well as into the spec's comment.
+            eprint_diagnostics(&imported.notes);
+            imported.spec
+        }
         Err(diags) => {
             eprint_diagnostics(&diags);
             return Ok(exit::FAILURE);

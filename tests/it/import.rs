@@ -73,7 +73,8 @@ fn rendered_environment_files_import_back_to_the_same_spec() {
         let env = String::from_utf8(rendered.files["environment.yml"].clone()).unwrap();
         let imported =
             envbuild::core::import::import(&env, "environment.yml", &table, &Default::default())
-                .unwrap_or_else(|d| panic!("{}: {d:?}\n{env}", spec_path.display()));
+                .unwrap_or_else(|d| panic!("{}: {d:?}\n{env}", spec_path.display()))
+                .spec;
         let back = parse(&imported, Format::Toml, "imported", &table).unwrap();
         assert_eq!(
             envbuild::core::resolve::spec_hash(&back),
@@ -82,4 +83,130 @@ fn rendered_environment_files_import_back_to_the_same_spec() {
             spec_path.display()
         );
     }
+}
+
+/// `envbuild import FIXTURE [args]`: (exit code, stdout, stderr).
+fn import_fixture(name: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/import")
+        .join(name);
+    let out = envbuild()
+        .arg("import")
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    (out.status.code(), stdout, stderr_of(&out))
+}
+
+/// The spec `envbuild import` printed locks.
+fn locks(spec: &str) {
+    let tmp = tempdir();
+    let path = tmp.path().join("envbuild.toml");
+    fs::write(&path, spec).unwrap();
+    envbuild().arg("lock").arg(&path).assert().success();
+}
+
+#[test]
+fn a_conda_env_export_imports_without_the_machine_s_packages_and_locks() {
+    let (code, spec, err) = import_fixture("export-linux.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    // The capitalised environment name is kept (image names are lowercased at render).
+    assert!(spec.contains("name = \"DiT\""), "{spec}");
+    assert!(spec.contains("pytorch-cuda = \"11.8\"") && spec.contains("\"numpy=1.24.3\""));
+    // Each left-out package is a note on stderr with its input line, and in the spec's comment.
+    for (pkg, line) in [
+        ("_libgcc_mutex", 7),
+        ("ld_impl_linux-64", 11),
+        ("libcublas", 12),
+        ("pytorch-mutex", 19),
+    ] {
+        assert!(err.contains(&format!("`{pkg}=")), "{pkg}: {err}");
+        assert!(
+            err.contains(&format!("export-linux.yml:{line}:1")),
+            "{pkg}: {err}"
+        );
+        assert!(
+            spec.contains(&format!("#   line {line}: `{pkg}=")),
+            "{pkg}: {spec}"
+        );
+        assert!(!spec.contains(&format!("\"{pkg}=")), "{pkg}: {spec}");
+    }
+    assert!(err.contains("IMPORT_DROPPED"));
+    // pip's own NVIDIA tool stays; only torch's CUDA wheels are dropped.
+    assert!(spec.contains("\"nvidia-ml-py==12.535.108\""), "{spec}");
+    locks(&spec);
+}
+
+#[test]
+fn a_windows_export_says_so_and_lists_what_it_leaves_out() {
+    let (code, spec, err) = import_fixture("export-windows.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("exported on Windows"), "{err}");
+    for pkg in ["m2w64-gcc-libs", "pywin32", "ucrt", "vc14_runtime"] {
+        assert!(err.contains(&format!("`{pkg}=")), "{pkg}: {err}");
+        assert!(!spec.contains(&format!("\"{pkg}=")), "{pkg}: {spec}");
+    }
+    assert!(spec.contains("\"tqdm=4.65.0\""), "{spec}");
+    locks(&spec);
+}
+
+#[test]
+fn label_channels_capital_names_and_an_empty_pip_list_are_valid_input() {
+    let (code, spec, err) = import_fixture("label-channel.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("\"nvidia/label/cuda-12.1.0\""), "{spec}");
+    assert!(spec.contains("name = \"SE3nv\""), "{spec}");
+    // conda's `numpy=1.26` is any 1.26.x, and stays written in conda's own terms.
+    assert!(spec.contains("\"numpy=1.26\""), "{spec}");
+    locks(&spec);
+}
+
+#[test]
+fn a_package_in_both_lists_keeps_pip_s_pin_and_says_so_with_both_lines() {
+    let (code, spec, err) = import_fixture("conda-and-pip.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("`scipy=1.13.1`") && err.contains("`scipy==1.14.1` (line 11)"),
+        "{err}"
+    );
+    assert!(err.contains("conda-and-pip.yml:9:1"), "{err}");
+    assert!(!spec.contains("\"scipy=1.13.1\"") && spec.contains("\"scipy==1.14.1\""));
+    // pytorch-gpu with cuda-version is conda-forge's CUDA build.
+    assert!(spec.contains("source = \"conda-forge\"") && spec.contains("cuda = \"12.0\""));
+    // A git reference pinned to a commit is a pin.
+    assert!(spec.contains("openfold @ git+https://"), "{spec}");
+    // The find-links line cannot be carried yet: it is a note, not silence.
+    assert!(err.contains("`--find-links https://data.pyg.org"), "{err}");
+    locks(&spec);
+}
+
+#[test]
+fn pip_s_local_version_in_a_conda_line_is_named_as_such() {
+    let (code, _, err) = import_fixture("local-version.yml", &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("pip's local version"), "{err}");
+    assert!(err.contains("local-version.yml:7:1"), "{err}");
+    assert!(
+        !err.contains("no CUDA selector") && !err.contains("<imported spec>"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_requirements_file_with_pytorch_s_index_imports_with_the_python_given() {
+    let (code, _, err) = import_fixture("requirements.txt", &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("--python"), "{err}");
+    let (code, spec, err) = import_fixture("requirements.txt", &["--python", "3.11"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("source = \"pytorch-index\"") && spec.contains("cuda = \"12.1\""));
+    // torchvision 0.15.2 belongs to torch 2.0: the replacement is said, not silent.
+    assert!(
+        err.contains("torchvision 0.15.2 is not the release for torch 2.2.1"),
+        "{err}"
+    );
+    assert!(err.contains("requirements.txt:4:1"), "{err}");
+    locks(&spec);
 }

@@ -1,5 +1,6 @@
 //! The conda environment file as written (`name`, `channels`, `dependencies` with an optional
-//! `- pip:` list) and the metadata line envbuild writes into the files it renders.
+//! `- pip:` list, and the `prefix:` an export records), where each list item sits in the text,
+//! and the metadata line envbuild writes into the files it renders.
 //! This module performs no I/O.
 
 use crate::core::diag::{Diagnostic, Location};
@@ -14,13 +15,18 @@ pub(super) struct EnvFile {
     pub(super) channels: Vec<String>,
     #[serde(default)]
     pub(super) dependencies: Vec<Dep>,
+    /// Where `conda env export` found the environment: names the machine it came from.
+    pub(super) prefix: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 pub(super) enum Dep {
     Conda(String),
-    Pip { pip: Vec<String> },
+    /// `- pip:` with no lines reads as `pip: null`.
+    Pip {
+        pip: Option<Vec<String>>,
+    },
 }
 
 /// Parse the YAML document; `file` names it in the message and location of a failure.
@@ -35,7 +41,8 @@ pub(super) fn parse(text: &str, file: &str) -> Result<EnvFile, Vec<Diagnostic>> 
         vec![Diagnostic::error(
             INVALID_SPEC,
             format!(
-                "{file} is not a conda environment file: {}",
+                "{} is not a conda environment file: {}",
+                crate::core::diag::printable(file),
                 e.to_string().lines().next().unwrap_or("")
             ),
         )
@@ -44,6 +51,33 @@ pub(super) fn parse(text: &str, file: &str) -> Result<EnvFile, Vec<Diagnostic>> 
             "expected `name`, `channels` and `dependencies` (with an optional `- pip:` list)",
         )]
     })
+}
+
+/// Every `- item` line of the text, in order, as (1-based line, item without quotes or a
+/// trailing comment): YAML keeps list order, so the n-th dependency read is found by walking
+/// forward through these.
+pub(super) fn item_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let item = l.trim_start().strip_prefix("- ")?;
+            let item = match item.find(" #") {
+                Some(c) => &item[..c],
+                None => item,
+            };
+            Some((
+                i + 1,
+                item.trim().trim_matches(['"', '\'']).trim().to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The line of the top-level `key:`.
+pub(super) fn key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| l.strip_prefix(key).is_some_and(|r| r.starts_with(':')))
+        .map(|i| i + 1)
 }
 
 /// The settings envbuild recorded in a file it rendered, if this is one (an unreadable

@@ -1,8 +1,9 @@
-//! Classifying the `- pip:` lines of an environment file: index options (which name the
-//! wheel variant), torch with its local version, the companions, and the extra packages.
-//! This module performs no I/O.
+//! Classifying pip lines (an environment file's `- pip:` list, or a requirements.txt): index
+//! options (which name the wheel variant), torch with its local version, the companions, and
+//! the extra packages. This module performs no I/O.
 
-use super::Scan;
+use super::codes::IMPORT_DROPPED;
+use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
 use crate::core::spec::{parse_pip_pkg, PipPkg, PkgParse};
 
@@ -15,34 +16,71 @@ const INDEX_OPTIONS: [&str; 5] = [
     "--find-links",
 ];
 
-/// The lines of one `- pip:` list.
-pub(super) fn lines(scan: &mut Scan, pip: &[String]) {
-    for line in pip.iter().map(|l| l.trim()) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(url) = index_option(line) {
-            if let Some(v) = index_variant(&url) {
-                scan.found.pip_variant = Some(v);
-            }
-            continue;
-        }
-        match parse_pip_pkg(line) {
-            PkgParse::Ok(p) => pinned(scan, p),
-            PkgParse::Unpinned { name, .. } => {
-                if !scan.found.companion(&name) {
-                    scan.unpinned(line, &name, "==");
-                }
-            }
-            PkgParse::Invalid(m) => scan.invalid(format!("pip: {m}")),
-        }
+/// One pip line; `scan.line` is already set to it.
+pub(super) fn line(scan: &mut Scan, line: &str) {
+    let line = match line.find(" #") {
+        Some(c) => &line[..c],
+        None => line,
     }
+    .trim();
+    if line.is_empty() || line.starts_with('#') {
+        return;
+    }
+    if let Some(url) = index_option(line) {
+        return index(scan, line, &url);
+    }
+    if line.starts_with('-') {
+        return scan.drop_item(
+            line,
+            "pip options other than package indexes have no place in the spec; pass them to pip yourself if the build needs them",
+        );
+    }
+    let name = line
+        .split(['=', '<', '>', '!', '~', ' ', '[', '@', ';'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .replace('_', "-");
+    if name != "torch" && scan.machine_only(line, &name) {
+        return;
+    }
+    match parse_pip_pkg(line) {
+        PkgParse::Ok(p) => pinned(scan, p),
+        PkgParse::Unpinned { name, why } => {
+            if let Some(c) = scan.found.companion(&name) {
+                c.listed = true;
+            } else if why.starts_with("is a direct reference") {
+                scan.unpinned_reference(line, why);
+            } else {
+                scan.unpinned(line, &name, "==");
+            }
+        }
+        PkgParse::Invalid(m) => scan.invalid(format!("pip: {m}")),
+    }
+}
+
+/// An index option: PyTorch's wheel index names the torch variant (and the lock writes it
+/// back); other indexes and find-links locations are noted, since the spec cannot yet carry
+/// them.
+fn index(scan: &mut Scan, line: &str, url: &str) {
+    if let Some(v) = index_variant(url) {
+        scan.found.pip_variant = Some(v);
+        return;
+    }
+    if url.contains("download.pytorch.org") {
+        return scan.drop_item(line, "PyTorch's own wheel location; the lock installs torch from the wheel index of its CUDA variant");
+    }
+    scan.note(
+        IMPORT_DROPPED,
+        format!("`{line}` is not carried over: the spec has no key for pip indexes or find-links locations other than PyTorch's wheel index yet; packages only found there will not install until it is added to the build by hand"),
+    );
 }
 
 /// The value of an index option line (`--extra-index-url URL` or `--index-url=URL`).
 fn index_option(line: &str) -> Option<String> {
     INDEX_OPTIONS.iter().find_map(|o| {
         line.strip_prefix(o)
+            .filter(|r| r.starts_with([' ', '=']))
             .map(|r| r.trim_start_matches([' ', '=']).to_string())
     })
 }
@@ -54,22 +92,31 @@ fn index_variant(url: &str) -> Option<String> {
 }
 
 fn pinned(scan: &mut Scan, p: PipPkg) {
+    let line = scan.line;
     let f = &mut scan.found;
     match p.name.as_str() {
-        "torch" => {
+        "torch" if p.url.is_none() => {
             // `2.5.1+cu124`: the local version names the wheel variant.
             let (ver, local) = match p.version.split_once('+') {
                 Some((v, l)) => (v.to_string(), Some(l.to_string())),
                 None => (p.version.clone(), None),
             };
-            f.torch_pip = Some(ver);
+            f.torch_pip = Some((ver, line));
             if let Some(l) = local.filter(|l| variant_cuda(l).is_some()) {
                 f.pip_variant = Some(l);
             }
         }
-        "torchvision" => f.torchvision = true,
-        "torchaudio" => f.torchaudio = true,
+        "torchvision" | "torchaudio" if p.url.is_none() => {
+            if let Some(c) = f.companion(&p.name) {
+                c.listed = true;
+                c.pin = Some((p.version.clone(), line));
+            }
+        }
         n if scan.auto_added.iter().any(|a| a == n) => {}
-        _ => f.pip.push(p.requirement()),
+        _ => f.pip.push(Extra {
+            name: p.name.clone(),
+            entry: p.requirement(),
+            line,
+        }),
     }
 }

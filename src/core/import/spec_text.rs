@@ -1,15 +1,26 @@
-//! Writing the imported spec as TOML: the torch keys from what the file pins, then `[target]`,
-//! `[image]` and `[run]` from the command line and from the metadata envbuild recorded, each
-//! key only where it differs from the default. This module performs no I/O.
+//! Writing the imported spec as TOML: a comment block with the notes, the torch keys from what
+//! the file pins, then `[target]`, `[image]` and `[run]` from the command line and from the
+//! metadata envbuild recorded, each key only where it differs from the default. Each line of
+//! the spec remembers the input line it came from, so that the spec's own checks point there.
+//! This module performs no I/O.
 
-use super::{Found, ImportOptions};
+use super::scan::{Extra, Found};
+use super::ImportOptions;
 use crate::core::compat::variant_cuda;
+use crate::core::diag::Diagnostic;
 use crate::core::lock::{EnvMetadata, MetaImage};
 use crate::core::spec::{default_channels, Source};
 use crate::core::version::Version;
 
+/// The input lines of the top-level keys, where known.
+#[derive(Default)]
+pub(super) struct Lines {
+    pub(super) name: Option<usize>,
+    pub(super) channels: Option<usize>,
+}
+
 /// What the environment file pins, ready to be written.
-pub(super) struct Imported<'a> {
+pub(super) struct Pins<'a> {
     pub(super) file: &'a str,
     pub(super) name: String,
     pub(super) python: String,
@@ -18,15 +29,75 @@ pub(super) struct Imported<'a> {
     /// The file's channels, as written.
     pub(super) channels: &'a [String],
     pub(super) found: &'a Found,
+    pub(super) notes: &'a [Diagnostic],
+    pub(super) lines: Lines,
 }
 
-/// The whole spec text.
-pub(super) fn spec_text(i: &Imported, meta: &EnvMetadata, opts: &ImportOptions) -> String {
-    let mut out = top_keys(i);
-    section(&mut out, "target", &target_keys(meta, opts));
-    section(&mut out, "image", &image_keys(&meta.image));
-    section(&mut out, "run", &run_keys(&meta.image));
-    out
+/// The spec text being written, with the input line of each of its lines.
+struct Out {
+    text: String,
+    origins: Vec<Option<usize>>,
+}
+
+impl Out {
+    /// Append `s` (whole lines), which came from input line `from`.
+    fn push(&mut self, s: &str, from: Option<usize>) {
+        self.text.push_str(s);
+        self.origins
+            .extend(std::iter::repeat_n(from, s.matches('\n').count()));
+    }
+}
+
+/// The whole spec text, and the input line (if any) of each of its lines.
+pub(super) fn spec_text(
+    i: &Pins,
+    meta: &EnvMetadata,
+    opts: &ImportOptions,
+) -> (String, Vec<Option<usize>>) {
+    let mut out = Out {
+        text: String::new(),
+        origins: Vec::new(),
+    };
+    top_keys(&mut out, i);
+    let mut rest = String::new();
+    section(&mut rest, "target", &target_keys(meta, opts));
+    section(&mut rest, "image", &image_keys(&meta.image));
+    section(&mut rest, "run", &run_keys(&meta.image));
+    out.push(&rest, None);
+    (out.text, out.origins)
+}
+
+/// The notes as comment lines: what was changed or left out, by input line.
+fn notes_block(i: &Pins) -> String {
+    if i.notes.is_empty() {
+        return String::new();
+    }
+    let mut s =
+        "#\n# Changed from the input (`envbuild import` prints these notes too):\n".to_string();
+    for n in i.notes {
+        let at = n
+            .location
+            .as_ref()
+            .map(|l| format!("line {}: ", l.line))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "#   {at}{}\n",
+            crate::core::diag::printable(&n.message)
+        ));
+    }
+    s
+}
+
+/// A TOML array, one entry a line, each line with its input line.
+fn list(out: &mut Out, key: &str, xs: &[Extra]) {
+    if xs.is_empty() {
+        return;
+    }
+    out.push(&format!("{key} = [\n"), None);
+    for x in xs {
+        out.push(&format!("    {},\n", q(&x.entry)), x.line);
+    }
+    out.push("]\n", None);
 }
 
 /// A TOML string.
@@ -48,17 +119,26 @@ fn section(out: &mut String, name: &str, keys: &str) {
     }
 }
 
-fn top_keys(i: &Imported) -> String {
+fn top_keys(out: &mut Out, i: &Pins) {
     let f = i.found;
-    let mut out = format!(
-        "# Imported from {} by `envbuild import`.\nname = {}\npython = {}\npytorch = {}\nsource = {}\n",
-        crate::core::diag::printable(i.file),
-        q(&i.name),
-        q(&i.python),
-        q(&i.pytorch),
-        q(i.source.as_str())
+    out.push(
+        &format!(
+            "# Imported from {} by `envbuild import`.\n{}",
+            crate::core::diag::printable(i.file),
+            notes_block(i)
+        ),
+        None,
     );
-    out.push_str(&cuda_key(i.source, f));
+    out.push(&format!("name = {}\n", q(&i.name)), i.lines.name);
+    out.push(&format!("python = {}\n", q(&i.python)), f.python_line);
+    let torch_line = f
+        .pytorch
+        .as_ref()
+        .or(f.torch_pip.as_ref())
+        .and_then(|p| p.1);
+    out.push(&format!("pytorch = {}\n", q(&i.pytorch)), torch_line);
+    out.push(&format!("source = {}\n", q(i.source.as_str())), torch_line);
+    out.push(&cuda_key(i.source, f), torch_line);
     let channels: Vec<String> = i
         .channels
         .iter()
@@ -72,21 +152,19 @@ fn top_keys(i: &Imported) -> String {
     let defaults =
         Version::parse(&i.pytorch).map(|p| default_channels(i.source, &p, selector.as_ref()));
     if !channels.is_empty() && Some(&channels) != defaults.as_ref() {
-        out.push_str(&format!("channels = {}\n", q_list(&channels)));
+        out.push(
+            &format!("channels = {}\n", q_list(&channels)),
+            i.lines.channels,
+        );
     }
-    if !f.torchvision {
-        out.push_str("torchvision = false\n");
+    if !f.torchvision.listed {
+        out.push("torchvision = false\n", None);
     }
-    if !f.torchaudio {
-        out.push_str("torchaudio = false\n");
+    if !f.torchaudio.listed {
+        out.push("torchaudio = false\n", None);
     }
-    if !f.conda.is_empty() {
-        out.push_str(&format!("conda = {}\n", q_list(&f.conda)));
-    }
-    if !f.pip.is_empty() {
-        out.push_str(&format!("pip = {}\n", q_list(&f.pip)));
-    }
-    out
+    list(out, "conda", &f.conda);
+    list(out, "pip", &f.pip);
 }
 
 /// The CUDA key of the source: `pytorch-cuda` for the pytorch channel, `cuda` for conda-forge

@@ -141,29 +141,47 @@ pub struct CondaPkg {
     pub channel: Option<String>,
     pub name: String,
     pub version: String,
+    /// Written `name=X.Y` (one `=`, fewer than three version parts): conda reads it as any
+    /// `X.Y.*`, and so does envbuild, instead of narrowing it to `X.Y` exactly.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub fuzzy: bool,
 }
 
 impl CondaPkg {
-    /// The exact match spec conda understands: `conda-forge::pandas==2.1.1`.
+    /// The match spec conda understands: `conda-forge::pandas==2.1.1`, or conda's own
+    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin.
     pub fn match_spec(&self) -> String {
+        let op = if self.fuzzy { "=" } else { "==" };
         match &self.channel {
-            Some(c) => format!("{c}::{}=={}", self.name, self.version),
-            None => format!("{}=={}", self.name, self.version),
+            Some(c) => format!("{c}::{}{op}{}", self.name, self.version),
+            None => format!("{}{op}{}", self.name, self.version),
         }
     }
 }
 
-/// An extra pip package, pinned: `name[extras]==version`.
+/// An extra pip package, pinned: `name[extras]==version`, or a direct reference pinned by
+/// content (`name @ git+https://...@<40-hex commit>`, `name @ https://...#sha256=<64 hex>`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct PipPkg {
     pub name: String,
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub extras: Vec<String>,
+    /// The commit or the sha256 for a direct reference.
     pub version: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub url: Option<String>,
 }
 
 impl PipPkg {
     pub fn requirement(&self) -> String {
+        let extras = if self.extras.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", self.extras.join(","))
+        };
+        if let Some(url) = &self.url {
+            return format!("{}{extras} @ {url}", self.name);
+        }
         if self.extras.is_empty() {
             format!("{}=={}", self.name, self.version)
         } else {

@@ -67,7 +67,10 @@ pub fn parse_conda_pkg(s: &str) -> PkgParse<CondaPkg> {
         }
     };
     // conda's `name=version=build`: keep the version, drop the build string.
+    let has_build = version.contains('=');
     let version = version.split('=').next().unwrap_or("");
+    // `numpy=1.22` is conda's "any 1.22.x"; a build string or `==` makes it exact.
+    let fuzzy = !spec.starts_with("==") && !has_build && version.split('.').count() < 3;
     if let Some(why) = unpinned(version) {
         return PkgParse::Unpinned { name, why };
     }
@@ -78,10 +81,11 @@ pub fn parse_conda_pkg(s: &str) -> PkgParse<CondaPkg> {
         channel,
         name,
         version: version.to_string(),
+        fuzzy,
     })
 }
 
-/// `name[extra,...]==version`.
+/// `name[extra,...]==version`, or a direct reference pinned by content.
 pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
     let s = s.trim();
     let split_at = s
@@ -108,6 +112,9 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
         return PkgParse::Invalid(format!("`{s}`: bad extras"));
     }
     let rest = rest.trim();
+    if let Some(url) = rest.strip_prefix('@') {
+        return direct_reference(name, extras, url.trim());
+    }
     let Some(version) = rest.strip_prefix("==").filter(|v| !v.starts_with('=')) else {
         return PkgParse::Unpinned {
             name,
@@ -128,7 +135,58 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
         name,
         extras,
         version: version.to_string(),
+        url: None,
     })
+}
+
+/// `name @ URL`: pinned when the URL names a git commit (`git+https://...@<40 hex>`) or an
+/// archive's sha256 (`https://...#sha256=<64 hex>`); the commit or hash is its version.
+fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<PipPkg> {
+    let plain = |u: &str| {
+        u.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-/:+@%~=".contains(&b))
+    };
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if !(url.starts_with("https://") || url.starts_with("git+https://")) {
+        return PkgParse::Invalid(format!(
+            "`{name} @ {url}`: a direct reference must be an https:// or git+https:// URL"
+        ));
+    }
+    let version = if let Some((base, sha)) = url.split_once("#sha256=") {
+        (hex(sha, 64) && plain(base)).then(|| sha.to_ascii_lowercase())
+    } else if url.starts_with("git+") && plain(url) {
+        url.rsplit_once('@')
+            .map(|(_, c)| c)
+            .filter(|c| hex(c, 40))
+            .map(str::to_ascii_lowercase)
+    } else if plain(url) {
+        None
+    } else {
+        return PkgParse::Invalid(format!(
+            "`{name} @ {url}`: the URL has characters envbuild does not pass on"
+        ));
+    };
+    match version {
+        Some(version) => PkgParse::Ok(PipPkg {
+            name,
+            extras,
+            version,
+            url: Some(url.to_string()),
+        }),
+        None => PkgParse::Unpinned {
+            name,
+            why: "is a direct reference without a commit (`@<40-hex sha>`) or a `#sha256=` hash",
+        },
+    }
+}
+
+/// The line with a direct reference's `#sha256=<hex>` taken off, for the character check (the
+/// `#` is the fragment's, and is only accepted there).
+fn without_hash_fragment(line: &str) -> &str {
+    match line.rsplit_once("#sha256=") {
+        Some((base, sha)) if sha.len() == 64 && sha.bytes().all(|b| b.is_ascii_hexdigit()) => base,
+        _ => line,
+    }
 }
 
 /// The `conda` and `pip` lists, each sorted; conflicts with managed keys and duplicates are
@@ -165,7 +223,7 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
 fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
-        if !range_like(p) && !cx.safe("pip", p) {
+        if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
             continue;
         }
         match parse_pip_pkg(p) {
@@ -250,6 +308,48 @@ mod tests {
         assert!(matches!(
             parse_pip_pkg("pkg @ https://x"),
             PkgParse::Unpinned { .. }
+        ));
+    }
+
+    #[test]
+    fn conda_equals_keeps_conda_meaning() {
+        let fuzzy = |s| matches!(parse_conda_pkg(s), PkgParse::Ok(p) if p.fuzzy);
+        assert!(fuzzy("numpy=1.22"));
+        assert!(!fuzzy("numpy==1.22"));
+        assert!(!fuzzy("numpy=1.22.4"));
+        assert!(!fuzzy("numpy=1.22=py310h1234_0"));
+        match parse_conda_pkg("numpy=1.22") {
+            PkgParse::Ok(p) => assert_eq!(p.match_spec(), "numpy=1.22"),
+            _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn direct_references_pinned_by_content_are_pins() {
+        let commit = "a".repeat(40);
+        let git = format!("openfold @ git+https://github.com/aqlaboratory/openfold.git@{commit}");
+        assert!(
+            matches!(parse_pip_pkg(&git), PkgParse::Ok(p) if p.version == commit && p.requirement() == git)
+        );
+        let sha = "0123456789abcdef".repeat(4);
+        let whl = format!(
+            "flash-attn @ https://example.org/flash_attn-2.5.8-cp310-linux_x86_64.whl#sha256={sha}"
+        );
+        assert!(matches!(parse_pip_pkg(&whl), PkgParse::Ok(p) if p.version == sha));
+        assert_eq!(without_hash_fragment(&whl), whl.split('#').next().unwrap());
+        for floating in [
+            "x @ git+https://github.com/o/x.git",
+            "x @ git+https://github.com/o/x.git@main",
+            "x @ https://example.org/x-1.0.whl",
+        ] {
+            assert!(
+                matches!(parse_pip_pkg(floating), PkgParse::Unpinned { .. }),
+                "{floating}"
+            );
+        }
+        assert!(matches!(
+            parse_pip_pkg("x @ file:///tmp/x.whl"),
+            PkgParse::Invalid(_)
         ));
     }
 }

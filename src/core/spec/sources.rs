@@ -9,9 +9,10 @@ use super::validate::Ctx;
 use super::Source;
 
 const CHANNEL_NAME_HINT: &str =
-    "a channel is a name such as `conda-forge` or an https:// URL without spaces or quotes";
+    "a channel is a name such as `conda-forge`, a label channel such as `nvidia/label/cuda-12.4.1`, or an https:// URL without spaces or quotes";
 
-/// A conda channel: a name, or an http(s) URL of plain characters.
+/// A conda channel: a name, a label channel (`nvidia/label/cuda-12.4.1`: names joined by `/`),
+/// or an http(s) URL of plain characters.
 pub(super) fn is_channel(c: &str) -> bool {
     if let Some(rest) = c
         .strip_prefix("https://")
@@ -23,7 +24,7 @@ pub(super) fn is_channel(c: &str) -> bool {
                 b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b':')
             });
     }
-    is_name(c)
+    c.len() <= MAX_VALUE_LEN && c.split('/').count() <= 4 && c.split('/').all(is_name)
 }
 
 /// `channels`, as written and in priority order; `None` when the key is absent (the source's

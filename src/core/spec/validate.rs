@@ -121,7 +121,9 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
     if !cx.safe("name", n) {
         return None;
     }
-    if is_name(n) {
+    // conda environment names keep their capitals (`SE3nv`); image names and tags are made
+    // from a lowercase DNS label of the name when rendering.
+    if is_name(&n.to_ascii_lowercase()) {
         return Some(n.to_string());
     }
     let suggestion = n
@@ -137,7 +139,7 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
         "name",
         format!("name `{n}` is not a valid environment/image name"),
         Some(format!(
-            "use lowercase letters, digits, `.`, `_` and `-`, e.g. `{suggestion}`"
+            "use letters, digits, `.`, `_` and `-`, e.g. `{suggestion}`"
         )),
     );
     None
