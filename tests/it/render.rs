@@ -1123,3 +1123,31 @@ fn cli_writes_nothing_when_the_spec_does_not_resolve() {
         .stderr(predicates::str::contains("CHANNEL_DISCONTINUED"));
     assert!(!tmp.path().join("render").exists());
 }
+
+/// A pinned direct reference locks and renders (one rule at the spec and at render): the line
+/// reaches requirements.txt and environment.yml unchanged.
+#[test]
+fn cli_a_pinned_direct_reference_locks_and_renders() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let req = "openfold @ git+https://github.com/aqlaboratory/openfold.git@103d037f1e8bfe76e6b3a4e0fea8f1d29e8a8d1c";
+    let spec = crate::support::write(
+        tmp.path(),
+        "envbuild.toml",
+        &format!(
+            "name = \"direct-ref\"\npython = \"3.12\"\npytorch = \"2.9.1\"\ncuda = \"12.8\"\npip = [\"{req}\"]\n\n[target]\ndriver = \"570.133.20\"\ngpus = [\"H100\"]\n"
+        ),
+    );
+    envbuild().arg("lock").arg(&spec).assert().code(0);
+    let out = tmp.path().join("render");
+    envbuild()
+        .arg("render")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(0);
+    let requirements = std::fs::read_to_string(out.join("requirements.txt")).expect("req");
+    assert!(requirements.lines().any(|l| l == req), "{requirements}");
+    let env = std::fs::read_to_string(out.join("environment.yml")).expect("env");
+    assert!(env.contains(req), "{env}");
+}

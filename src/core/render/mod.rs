@@ -497,10 +497,16 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
         );
     }
     for s in &lock.install.pip {
+        // A pinned direct reference (`name @ git+https://...@<commit>`) passes the spec's own
+        // rule: one rule where the value enters and here, so a lock that locks also renders.
+        let direct = matches!(
+            crate::core::spec::parse_pip_pkg(s),
+            crate::core::spec::PkgParse::Ok(p) if p.url.is_some()
+        );
         c.check(
             "install.pip",
             s,
-            word(s, "._-=[],!<>~+*"),
+            direct || word(s, "._-=[],!<>~+*"),
             "a pinned pip requirement",
         );
     }
