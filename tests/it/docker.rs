@@ -1005,3 +1005,41 @@ fn doctor_probes_the_locks_own_image() {
     assert_eq!(report["container_gpu"]["verified"], false, "{detail}");
     d.assert_no_smoke_container("after doctor's probe of the lock's image");
 }
+
+/// issue 9's real-wheel check: PyPI's own `torch==2.14.1` (CUDA 13.0) installed from PyPI during
+/// the build, on Python 3.11, passes the smoke test in CPU mode with the default table: the
+/// lock's CUDA, cuDNN, NCCL, arch list (and no PTX) are what the real wheel carries.
+#[test]
+#[ignore = "downloads ~3 GB of wheels from PyPI (torch 2.14.1 and its CUDA 13 libraries); run with `cargo test --test it real_pypi -- --ignored`"]
+fn real_pypi_torch_2141_image_passes_the_cpu_smoke_test() {
+    let test = "real_pypi_torch_2141_image_passes_the_cpu_smoke_test";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = support::debian_python_image_with_host_ca(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"real-pypi-2141\"\npython = \"3.11\"\npytorch = \"2.14.1\"\n\
+             torchvision = false\ntorchaudio = false\n\n[target]\ndriver = \"580.95.05\"\n\
+             gpus = [\"H100\", \"L4\"]\n\n[image]\nbase = \"{base}\"\nvariants = [\"runtime\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none", "--json", "--timeout", "600"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let text = doc.to_string();
+    assert!(text.contains("2.14.1"), "{text}");
+    assert!(!text.contains("ARCH_MISSING\""), "{text}");
+    d.assert_no_smoke_container("after the real PyPI image");
+}

@@ -478,16 +478,34 @@ const DEBIAN_RECIPE: &str =
 
 /// A minimal Debian with python3 and pip, made with mmdebstrap from the machine's apt sources.
 pub fn debian_python_image(d: &Docker) -> String {
+    debian_image(d, "envbuild-test/debian-python", DEBIAN_HOOK)
+}
+
+/// The same Debian, trusting this machine's CA bundle: the network here inspects TLS, so a build
+/// that downloads from PyPI needs it (pip is pointed at it through /etc/pip.conf).
+pub fn debian_python_image_with_host_ca(d: &Docker) -> String {
+    const CA: &str = "/etc/ssl/certs/ca-certificates.crt";
+    let bundle = std::fs::read(CA).expect("the machine's CA bundle");
+    let hook = format!(
+        "{DEBIAN_HOOK}; mkdir -p \"$1\"/etc/ssl/certs; cp {CA} \"$1\"{CA}; \
+         printf '[global]\\ncert = {CA}\\n' > \"$1\"/etc/pip.conf; : {}",
+        sha12(&[&bundle])
+    );
+    debian_image(d, "envbuild-test/debian-python-ca", &hook)
+}
+
+fn debian_image(d: &Docker, repo: &str, hook: &str) -> String {
     let tag = sha12(&[
         DEBIAN_RECIPE.as_bytes(),
         DEBIAN_PACKAGES.as_bytes(),
-        DEBIAN_HOOK.as_bytes(),
+        hook.as_bytes(),
     ]);
-    import_if_missing(d, "envbuild-test/debian-python", &tag, || {
-        let out = cache_dir().join(format!("debian-python-{tag}.tar"));
+    let stem = repo.rsplit('/').next().unwrap_or(repo);
+    import_if_missing(d, repo, &tag, || {
+        let out = cache_dir().join(format!("{stem}-{tag}.tar"));
         if !out.is_file() {
             // mmdebstrap picks its output format from the name: keep `.tar` last, and say it.
-            let tmp = cache_dir().join(format!("debian-python-{tag}.partial.tar"));
+            let tmp = cache_dir().join(format!("{stem}-{tag}.partial.tar"));
             let _ = std::fs::remove_file(&tmp);
             let status = Command::new("mmdebstrap")
                 .args([
@@ -495,7 +513,7 @@ pub fn debian_python_image(d: &Docker) -> String {
                     "--format=tar",
                     "--variant=minbase",
                     &format!("--include={DEBIAN_PACKAGES}"),
-                    &format!("--customize-hook={DEBIAN_HOOK}"),
+                    &format!("--customize-hook={hook}"),
                     "bookworm",
                 ])
                 .arg(&tmp)
