@@ -9,6 +9,7 @@ mod import;
 mod lock;
 mod readme;
 mod render;
+mod resolve_props;
 mod script_gpu;
 mod script_units;
 mod smoke;
