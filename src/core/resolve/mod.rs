@@ -140,7 +140,9 @@ fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resol
         spec,
         table,
         gpus: &gpus,
-        on: with_hints,
+        // An unknown GPU fails every changed spec too (hints keep the target): no proof can
+        // succeed, so none is tried.
+        on: with_hints && !diags.iter().any(Diagnostic::is_error),
     };
     driver::note_missing(spec, &mut diags);
     let py_minor = v(&spec.python.major_minor());
