@@ -69,6 +69,14 @@ impl Version {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// `0`, below every real version: the bound of a fact nothing bounds from below.
+    pub fn zero() -> Version {
+        Version {
+            parts: vec![0],
+            text: "0".into(),
+        }
+    }
 }
 
 impl PartialEq for Version {
@@ -264,10 +272,7 @@ pub fn route(driver: &Version, native: Option<&Version>, floor: Option<&Version>
 /// never needs less than the driver of its major's first release), or any driver at all when
 /// the family has no floor.
 pub fn lowest_native(floor: Option<&Version>) -> Version {
-    floor.cloned().unwrap_or_else(|| Version {
-        parts: vec![0],
-        text: "0".into(),
-    })
+    floor.cloned().unwrap_or_else(Version::zero)
 }
 
 #[cfg(test)]

@@ -39,11 +39,8 @@ impl DriverFacts {
             Some(f) if !f.confidence.is_unconfirmed() => vec![Some(f.version.clone())],
             Some(f) => vec![
                 Some(f.version.clone()),
-                Some(
-                    self.floor_lowest
-                        .clone()
-                        .unwrap_or_else(|| version::lowest_native(None)),
-                ),
+                // Without a confirmed branch row nothing bounds it from below.
+                Some(self.floor_lowest.clone().unwrap_or_else(Version::zero)),
                 None,
             ],
         }
@@ -179,13 +176,13 @@ fn judge(
             ));
             out.push(d);
             if judged.worst == Grade::Failed {
-                let d = too_old(build, facts, driver, &native_txt, &cuda_label);
+                let floor = facts.floor.as_ref().map(|f| f.version.to_string());
                 out.push(warn(
                     UNCONFIRMED_FACT,
                     "target.driver",
                     format!(
-                        "{}, if the unconfirmed minor-version compatibility floor does not hold",
-                        d.message
+                        "driver {driver} runs {cuda_label} builds only if the unconfirmed minor-version compatibility floor (>= {}) holds; natively they need >= {native_txt}",
+                        floor.unwrap_or_default()
                     ),
                 ));
             }
