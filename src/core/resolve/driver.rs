@@ -269,12 +269,17 @@ fn too_old(
 
 /// conda-forge's CUDA builds need `__cuda >= major`, which the driver reports.
 fn virtual_cuda(table: &Table, build: &Build, driver: &Version) -> Option<Diagnostic> {
-    let max = table.driver_max_cuda(driver).map(|b| b.max_cuda.clone());
+    let row = table.driver_max_cuda(driver);
+    let max = row.map(|b| b.max_cuda.clone());
     let ok = max
         .as_ref()
         .is_some_and(|mx| mx.major() >= build.cuda.major());
+    // An unconfirmed branch row read as absent: the driver could report anything.
+    let absent = row
+        .is_some_and(|b| b.confidence.is_unconfirmed())
+        .then_some(Grade::Clean);
     (!ok).then(|| {
-        err(
+        readings::decide(err(
             VIRTUAL_PACKAGE_UNSATISFIED,
             "target.driver",
             format!(
@@ -283,22 +288,35 @@ fn virtual_cuda(table: &Table, build: &Build, driver: &Version) -> Option<Diagno
                 build.cuda.major(),
                 max.map(|m| m.to_string()).unwrap_or_else(|| "(none)".into())
             ),
-        )
+        ), &readings::judge(std::iter::once(Grade::Failed).chain(absent)))
     })
 }
 
 /// GPUs that need a newer driver than the target's, or that its branch no longer drives.
 fn gpu_drivers(gpus: &[Gpu], driver: &Version, out: &mut Vec<Diagnostic>) {
     for g in gpus {
-        if let Some(min) = &g.min_driver {
+        if let Some((min, confidence)) = g.min_drivers.first() {
             if driver < min {
-                out.push(err(
-                    DRIVER_TOO_OLD,
-                    "target.driver",
-                    format!(
-                        "{} needs driver >= {min}, the target has {driver}",
-                        g.label()
+                // Without the first fact, the others still bound the driver.
+                let others = g.min_drivers[1..]
+                    .iter()
+                    .any(|(m, c)| !c.is_unconfirmed() && driver < m);
+                let absent = confidence.is_unconfirmed().then_some(if others {
+                    Grade::Failed
+                } else {
+                    Grade::Clean
+                });
+                let judged = readings::judge(std::iter::once(Grade::Failed).chain(absent));
+                out.push(readings::decide(
+                    err(
+                        DRIVER_TOO_OLD,
+                        "target.driver",
+                        format!(
+                            "{} needs driver >= {min}, the target has {driver}",
+                            g.label()
+                        ),
                     ),
+                    &judged,
                 ));
             }
         }

@@ -6,7 +6,7 @@ use super::codes::*;
 use super::driver::Modes;
 use super::readings::{self, Grade};
 use super::{err, warn};
-use crate::core::compat::{DriverReq, GpuKind, Table};
+use crate::core::compat::{Confidence, DriverReq, GpuKind, Table};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::{DriverMode, LockedGpu};
 use crate::core::spec::Spec;
@@ -19,7 +19,9 @@ pub(super) struct Gpu {
     pub model: Option<String>,
     pub cc: Cc,
     pub kind: Option<GpuKind>,
-    pub min_driver: Option<Version>,
+    /// The lowest drivers that drive it, by its model's row then its architecture's, each
+    /// with how sure the table is of it.
+    pub min_drivers: Vec<(Version, Confidence)>,
     pub last_branch: Option<u64>,
     pub family: Option<String>,
 }
@@ -45,10 +47,12 @@ pub(super) fn lookup(spec: &Spec, table: &Table, diags: &mut Vec<Diagnostic>) ->
                     model: m.row.map(|r| r.name.clone()),
                     cc: m.cc,
                     kind: m.row.map(|r| r.kind),
-                    min_driver: m
+                    min_drivers: m
                         .row
-                        .and_then(|r| r.min_driver.clone())
-                        .or_else(|| arch.and_then(|a| a.min_driver.clone())),
+                        .and_then(|r| r.min_driver.clone().map(|v| (v, r.confidence)))
+                        .into_iter()
+                        .chain(arch.and_then(|a| a.min_driver.clone().map(|v| (v, a.confidence))))
+                        .collect(),
                     last_branch: arch.and_then(|a| a.last_branch),
                     family: arch.map(|a| a.family.clone()),
                 });

@@ -733,3 +733,23 @@ fn an_unpinned_pytorch_is_hinted_with_the_newest_release_the_spec_locks_with() {
     );
     assert!(!h.contains("pytorch = "), "{h}");
 }
+
+#[test]
+fn a_gpu_minimum_the_table_doubts_is_still_bounded_by_its_architecture() {
+    let body = "python = \"3.11\"\npytorch = \"2.7.0\"\ncuda = \"12.8\"";
+    let with = |t: &Table, driver: &str| {
+        let text = spec(body, &format!("driver = \"{driver}\"\ngpus = [\"B200\"]"));
+        let s = parse(&text, Format::Toml, "spec.toml", t).unwrap();
+        resolve(&s, t, "0")
+    };
+    let mut t = table();
+    let b200 = t.gpu.iter_mut().find(|g| g.name == "B200").unwrap();
+    b200.confidence = crate::core::compat::Confidence::Unconfirmed;
+    // Above Blackwell's confirmed 570.26 but below the doubted B200 row (570.133.20): a warning.
+    let r = with(&t, "570.124.06");
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("570.133.20"));
+    // Below the architecture's own minimum: an error whatever the B200 row says.
+    let r = with(&t, "560.35.05");
+    assert!(find(&r, codes::DRIVER_TOO_OLD).is_error());
+}
