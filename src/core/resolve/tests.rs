@@ -748,7 +748,9 @@ fn a_gpu_minimum_the_table_doubts_is_still_bounded_by_its_architecture() {
     // Above Blackwell's confirmed 570.26 but below the doubted B200 row (570.133.20): a warning.
     let r = with(&t, "570.124.06");
     assert!(!r.has_errors(), "{:#?}", r.diagnostics);
-    assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("570.133.20"));
+    assert!(find(&r, codes::UNCONFIRMED_FACT)
+        .message
+        .contains("570.133.20"));
     // Below the architecture's own minimum: an error whatever the B200 row says.
     let r = with(&t, "560.35.05");
     assert!(find(&r, codes::DRIVER_TOO_OLD).is_error());
