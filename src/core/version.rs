@@ -69,6 +69,14 @@ impl Version {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// `0`, below every real version: the bound of a fact nothing bounds from below.
+    pub fn zero() -> Version {
+        Version {
+            parts: vec![0],
+            text: "0".into(),
+        }
+    }
 }
 
 impl PartialEq for Version {
@@ -226,6 +234,47 @@ pub fn coverage(cubins: &[Cc], ptx: &[Cc], device: Cc) -> Coverage {
     }
 }
 
+/// The PTX a build could carry when the table does not know its PTX: PTX compute_XY is emitted
+/// while compiling for XY (`+PTX` on an entry of the build's architecture list), so only the
+/// build's own architectures are candidates, and the lowest of them bounds what any PTX serves.
+pub fn possible_ptx(cubins: &[Cc]) -> Vec<Cc> {
+    cubins.to_vec()
+}
+
+/// How a driver runs code built with a CUDA toolkit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// At or above the driver the toolkit shipped with.
+    Native,
+    /// Below that, at or above its major's minor-version compatibility floor.
+    MinorCompat,
+    /// Neither.
+    TooOld,
+}
+
+/// The route by which `driver` runs a toolkit that needs `native` natively, within a family
+/// whose minor-version compatibility floor is `floor` (none before CUDA 11). `native = None`:
+/// no driver is known to run it natively.
+///
+/// A family floor bounds every toolkit of the family: no toolkit of CUDA X needs less than the
+/// floor natively, and nothing below the floor runs any of them ([`lowest_native`]).
+pub fn route(driver: &Version, native: Option<&Version>, floor: Option<&Version>) -> Route {
+    if native.is_some_and(|n| driver >= n) {
+        Route::Native
+    } else if floor.is_some_and(|f| driver >= f) {
+        Route::MinorCompat
+    } else {
+        Route::TooOld
+    }
+}
+
+/// The lowest driver a toolkit of a family could need natively: the family floor (a toolkit
+/// never needs less than the driver of its major's first release), or any driver at all when
+/// the family has no floor.
+pub fn lowest_native(floor: Option<&Version>) -> Version {
+    floor.cloned().unwrap_or_else(Version::zero)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,5 +339,50 @@ mod tests {
         );
         // Jetson Thor (11.0) is older than the PTX and has no 11.x cubin.
         assert_eq!(coverage(&cubins, &ptx, Cc::new(11, 0)), Coverage::None);
+    }
+
+    #[test]
+    fn no_possible_ptx_serves_a_device_older_than_the_lowest_cubin() {
+        // torch 2.8 cu128: sm_70 and up, PTX unknown. A P100 (sm_60) is out of reach however
+        // the PTX question is answered.
+        let cubins = [Cc::new(7, 0), Cc::new(8, 0), Cc::new(9, 0), Cc::new(12, 0)];
+        for ptx in [vec![], possible_ptx(&cubins)] {
+            assert_eq!(coverage(&cubins, &ptx, Cc::new(6, 0)), Coverage::None);
+        }
+        // A device above the lowest cubin could be served by some PTX of the build.
+        assert_eq!(
+            coverage(&cubins, &possible_ptx(&cubins), Cc::new(11, 0)),
+            Coverage::Ptx(Cc::new(9, 0))
+        );
+    }
+
+    #[test]
+    fn routes_follow_the_native_driver_and_the_family_floor() {
+        let (native, floor) = (v("580.95.05"), v("580.65.06"));
+        assert_eq!(
+            route(&v("590.44.01"), Some(&native), Some(&floor)),
+            Route::Native
+        );
+        assert_eq!(
+            route(&v("580.82.07"), Some(&native), Some(&floor)),
+            Route::MinorCompat
+        );
+        assert_eq!(
+            route(&v("550.54.15"), Some(&native), Some(&floor)),
+            Route::TooOld
+        );
+        // Below the floor no reading of the native driver helps: it is at least the floor.
+        for n in [Some(lowest_native(Some(&floor))), None] {
+            assert_eq!(
+                route(&v("550.54.15"), n.as_ref(), Some(&floor)),
+                Route::TooOld
+            );
+        }
+        // CUDA 10: no floor, so an unknown native driver could be anything.
+        assert_eq!(
+            route(&v("418.39"), Some(&lowest_native(None)), None),
+            Route::Native
+        );
+        assert_eq!(route(&v("418.39"), Some(&v("440.33")), None), Route::TooOld);
     }
 }

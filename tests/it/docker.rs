@@ -1031,7 +1031,14 @@ fn real_pypi_torch_2141_image_passes_the_cpu_smoke_test() {
     let out = envbuild()
         .arg("image")
         .arg(&spec)
-        .args(["--gpus", "none", "--json", "--timeout", "600", "--update-lock"])
+        .args([
+            "--gpus",
+            "none",
+            "--json",
+            "--timeout",
+            "600",
+            "--update-lock",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -630,6 +630,17 @@ impl Table {
         })
     }
 
+    /// The first driver of the lowest branch that reports CUDA `major`.0 or newer, when a
+    /// confirmed row says so: no driver below it runs CUDA `major` builds, since
+    /// minor-version compatibility starts at the family's first release.
+    pub fn first_driver_reporting(&self, major: u64) -> Option<Version> {
+        self.driver_branch
+            .iter()
+            .find(|r| r.max_cuda.major() >= major)
+            .filter(|r| !r.confidence.is_unconfirmed())
+            .and_then(|r| Version::parse(&r.branch.to_string()))
+    }
+
     /// The highest CUDA a driver supports (`nvidia-smi`'s "CUDA Version", conda's `__cuda`).
     pub fn driver_max_cuda(&self, driver: &Version) -> Option<&BranchRow> {
         self.driver_branch

@@ -3,10 +3,11 @@
 //! libraries, GPU architectures and glibc floor. This module performs no I/O.
 
 use super::codes::*;
+use super::hints::Hinter;
 use super::{err, v, warn};
 use crate::core::compat::{variant_cuda, variant_of, Confidence, Table, TorchRow, WheelRow};
 use crate::core::diag::Diagnostic;
-use crate::core::spec::{Platform, Source, Spec};
+use crate::core::spec::{Platform, Source};
 use crate::core::version::{Cc, Version};
 
 /// One concrete build of torch: a wheel variant, a pytorch-channel selector or a conda-forge
@@ -73,12 +74,14 @@ impl Build {
 /// The selectors a source offers for a torch row, as major.minor CUDA versions.
 pub(super) fn selectors(t: &TorchRow, source: Source, platform: Platform) -> Vec<Version> {
     match source {
-        Source::PytorchIndex | Source::Pypi => t
+        Source::PytorchIndex => t
             .variants
             .iter()
             .chain(&t.experimental_variants)
             .filter_map(|var| variant_cuda(var))
             .collect(),
+        // PyPI carries one CUDA build per release.
+        Source::Pypi => variant_cuda(&t.pypi_default).into_iter().collect(),
         Source::PytorchChannel => t.pytorch_channel.clone(),
         Source::CondaForge => match platform {
             Platform::Win64 => t.conda_forge_win.clone(),
@@ -104,7 +107,8 @@ fn list_selectors(t: &TorchRow, source: Source, platform: Platform) -> String {
 
 /// The selector the spec gives for its source; `None` after pushing the error when there is
 /// none, or when PyPI has no CUDA wheel for the platform.
-pub(super) fn selector(spec: &Spec, t: &TorchRow, diags: &mut Vec<Diagnostic>) -> Option<Version> {
+pub(super) fn selector(h: &Hinter, t: &TorchRow, diags: &mut Vec<Diagnostic>) -> Option<Version> {
+    let spec = h.spec;
     let selector = match spec.source {
         Source::PytorchChannel => spec.pytorch_cuda.clone(),
         Source::CondaForge | Source::PytorchIndex => spec.cuda.clone(),
@@ -114,7 +118,7 @@ pub(super) fn selector(spec: &Spec, t: &TorchRow, diags: &mut Vec<Diagnostic>) -
         diags.push(err(NO_SUCH_VARIANT, "cuda", "no CUDA selector".into()));
         return None;
     };
-    if spec.source == Source::Pypi && !pypi_has_cuda(spec, t, &selector, diags) {
+    if spec.source == Source::Pypi && !pypi_has_cuda(h, t, &selector, diags) {
         return None;
     }
     Some(selector)
@@ -122,22 +126,19 @@ pub(super) fn selector(spec: &Spec, t: &TorchRow, diags: &mut Vec<Diagnostic>) -
 
 /// PyPI's torch wheel is a CUDA build only on some platforms; false after pushing the error.
 fn pypi_has_cuda(
-    spec: &Spec,
+    h: &Hinter,
     t: &TorchRow,
     selector: &Version,
     diags: &mut Vec<Diagnostic>,
 ) -> bool {
-    let no_cuda = match spec.target.platform {
+    let no_cuda = match h.spec.target.platform {
         Platform::Win64 => Some("PyPI's Windows torch wheel is CPU-only: CUDA wheels for Windows come only from the PyTorch index"),
         Platform::LinuxAarch64 if t.version < v("2.11") => Some("PyPI's Linux aarch64 torch wheel is CPU-only before 2.11"),
         _ => None,
     };
     if let Some(why) = no_cuda {
         diags.push(
-            err(NO_SUCH_VARIANT, "source", why.to_string()).with_hint(format!(
-                "use source = \"pytorch-index\" with cuda = \"{}\"",
-                selector
-            )),
+            err(NO_SUCH_VARIANT, "source", why.to_string()).with_hint(h.pypi_cpu_only(t, selector)),
         );
         return false;
     }

@@ -2,15 +2,16 @@
 //! channel mixes that pull incompatible builds. This module performs no I/O.
 
 use super::codes::*;
-use super::gpu::Gpu;
-use super::{err, hints, warn};
-use crate::core::compat::{Table, TorchRow};
+use super::hints::Hinter;
+use super::{err, warn};
+use crate::core::compat::TorchRow;
 use crate::core::diag::Diagnostic;
 use crate::core::spec::{Source, Spec};
 
 /// The error for a release the `pytorch` channel never published (it ended), with a working
 /// alternative when there is one.
-pub(super) fn discontinued(spec: &Spec, table: &Table, gpus: &[Gpu]) -> Option<Diagnostic> {
+pub(super) fn discontinued(h: &Hinter) -> Option<Diagnostic> {
+    let (spec, table) = (h.spec, h.table);
     if spec.source != Source::PytorchChannel {
         return None;
     }
@@ -24,11 +25,7 @@ pub(super) fn discontinued(spec: &Spec, table: &Table, gpus: &[Gpu]) -> Option<D
         "pytorch",
         format!("PyTorch {} is not published on the `pytorch` conda channel: its last release is {last} (the channel ended in {})", spec.pytorch, channel_row.and_then(|c| c.ended.clone()).unwrap_or_default()),
     );
-    let alt = hints::suggest(spec, table, gpus, None);
-    d.hint = Some(match alt {
-        Some(a) => format!("use {a}, or pytorch = \"{last}\" on the channel"),
-        None => format!("use source = \"pytorch-index\" with `cuda`, or pytorch = \"{last}\""),
-    });
+    d.hint = Some(h.discontinued(last));
     Some(d)
 }
 

@@ -3,6 +3,7 @@
 //! no I/O.
 
 use super::build::Build;
+use super::driver::Modes;
 use super::gpu::Gpu;
 use super::{driver, glibc, gpu};
 use crate::core::compat::Table;
@@ -11,7 +12,7 @@ use crate::core::lock::{DriverMode, LockedGpu};
 use crate::core::spec::{Source, Spec};
 
 /// Check a build against the target: driver, GPU architectures, glibc, conda's `__cuda`.
-/// Returns the diagnostics, the mode the target driver runs it in (when a driver is given) and
+/// Returns the diagnostics, the modes the target driver runs it in (when a driver is given) and
 /// how each GPU runs it.
 pub(super) fn build(
     spec: &Spec,
@@ -22,8 +23,8 @@ pub(super) fn build(
 ) -> (Vec<Diagnostic>, Option<DriverMode>, Vec<LockedGpu>) {
     let mut out = Vec::new();
     let facts = driver::facts(table, build, spec.target.platform.os());
-    let mode = driver::check(spec, table, source, gpus, build, &facts, &mut out);
-    let locked = gpu::coverage(gpus, build, mode, facts.native.as_ref(), &mut out);
+    let modes: Option<Modes> = driver::check(spec, table, source, gpus, build, &facts, &mut out);
+    let locked = gpu::coverage(gpus, build, modes.as_ref(), facts.native.as_ref(), &mut out);
     out.extend(glibc::check(spec, build));
-    (out, mode, locked)
+    (out, modes.map(|m| m.stated), locked)
 }

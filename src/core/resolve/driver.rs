@@ -6,24 +6,99 @@
 use super::build::Build;
 use super::codes::*;
 use super::gpu::Gpu;
-use super::{err, soften, warn};
-use crate::core::compat::{Confidence, DriverReq, GpuKind, Os, Table};
+use super::readings::{self, Grade, Judged};
+use super::{err, warn};
+use crate::core::compat::{DriverReq, GpuKind, Os, Table};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::DriverMode;
 use crate::core::spec::{Source, Spec};
-use crate::core::version::Version;
+use crate::core::version::{self, Route, Version};
 
 /// The drivers a build needs: natively, and at least (the CUDA major's minor-version
-/// compatibility floor; none before CUDA 11).
+/// compatibility floor; none before CUDA 11), with the lowest value physics leaves for the
+/// floor when the table marks it unconfirmed.
 pub(super) struct DriverFacts {
     pub native: Option<DriverReq>,
     pub floor: Option<DriverReq>,
+    floor_lowest: Option<Version>,
 }
 
 pub(super) fn facts(table: &Table, build: &Build, os: Os) -> DriverFacts {
     DriverFacts {
         native: table.toolkit_driver(&build.cuda, os),
         floor: table.family_floor(build.cuda.major(), os),
+        floor_lowest: table.first_driver_reporting(build.cuda.major()),
+    }
+}
+
+impl DriverFacts {
+    /// The floor as stated, then, when unconfirmed, at its lowest and absent.
+    fn floor_readings(&self) -> Vec<Option<Version>> {
+        match &self.floor {
+            None => vec![None],
+            Some(f) if !f.confidence.is_unconfirmed() => vec![Some(f.version.clone())],
+            Some(f) => vec![
+                Some(f.version.clone()),
+                // Without a confirmed branch row nothing bounds it from below.
+                Some(self.floor_lowest.clone().unwrap_or_else(Version::zero)),
+                None,
+            ],
+        }
+    }
+
+    /// The native driver as stated, then, when unconfirmed, at the lowest the family floor
+    /// allows and absent (no driver known to run it natively).
+    fn native_readings(&self, floors: &[Option<Version>]) -> Vec<Option<Version>> {
+        match &self.native {
+            None => vec![None],
+            Some(n) if !n.confidence.is_unconfirmed() => vec![Some(n.version.clone())],
+            Some(n) => {
+                let lowest_floor = floors.iter().flatten().min();
+                vec![
+                    Some(n.version.clone()),
+                    Some(version::lowest_native(lowest_floor)),
+                    None,
+                ]
+            }
+        }
+    }
+
+    /// How `driver` runs the build under every reading of these facts; the stated one first.
+    pub(super) fn modes(&self, driver: &Version) -> Vec<DriverMode> {
+        if self.native.is_none() && self.floor.is_none() {
+            // No driver facts at all (a table without the row): nothing to check against.
+            return vec![DriverMode::Native];
+        }
+        let floors = self.floor_readings();
+        let natives = self.native_readings(&floors);
+        let mut out = Vec::new();
+        for n in &natives {
+            for f in &floors {
+                out.push(match version::route(driver, n.as_ref(), f.as_ref()) {
+                    Route::Native => DriverMode::Native,
+                    Route::MinorCompat => DriverMode::MinorCompat,
+                    Route::TooOld => DriverMode::TooOld,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// The driver's mode under the facts as stated, and under every reading of the unconfirmed
+/// ones (the stated one first), which GPU coverage needs too: PTX JIT fails under minor-version
+/// compatibility.
+#[derive(Debug, Clone)]
+pub(super) struct Modes {
+    pub stated: DriverMode,
+    pub readings: Vec<DriverMode>,
+}
+
+fn grade(m: DriverMode) -> Grade {
+    match m {
+        DriverMode::Native | DriverMode::ForwardCompat => Grade::Clean,
+        DriverMode::MinorCompat => Grade::Warned,
+        DriverMode::TooOld => Grade::Failed,
     }
 }
 
@@ -34,7 +109,7 @@ pub(super) fn note_missing(spec: &Spec, diags: &mut Vec<Diagnostic>) {
     }
 }
 
-/// Check the spec's target driver against a build; the mode it runs the build in, or `None`
+/// Check the spec's target driver against a build; the modes it runs the build in, or `None`
 /// when the spec names no driver.
 pub(super) fn check(
     spec: &Spec,
@@ -44,18 +119,19 @@ pub(super) fn check(
     build: &Build,
     facts: &DriverFacts,
     out: &mut Vec<Diagnostic>,
-) -> Option<DriverMode> {
+) -> Option<Modes> {
     let driver = spec.target.driver.as_ref()?;
-    let mode = judge(spec, gpus, build, facts, driver, out);
+    let modes = judge(spec, gpus, build, facts, driver, out);
     // conda-forge CUDA builds depend on __cuda >= major (the driver's highest CUDA).
     if source == Source::CondaForge {
         out.extend(virtual_cuda(table, build, driver));
     }
     gpu_drivers(gpus, driver, out);
-    Some(mode)
+    Some(modes)
 }
 
-/// The mode a driver runs a build in, with the diagnostic that mode calls for.
+/// The mode a driver runs a build in, judged over every reading of the unconfirmed driver
+/// facts, with the diagnostics that calls for.
 fn judge(
     spec: &Spec,
     gpus: &[Gpu],
@@ -63,38 +139,28 @@ fn judge(
     facts: &DriverFacts,
     driver: &Version,
     out: &mut Vec<Diagnostic>,
-) -> DriverMode {
-    let m = match (&facts.native, &facts.floor) {
-        (Some(n), _) if *driver >= n.version => DriverMode::Native,
-        (_, Some(f)) if *driver >= f.version => DriverMode::MinorCompat,
-        (None, None) => DriverMode::Native,
-        _ => DriverMode::TooOld,
-    };
-    let native_confidence = facts
-        .native
-        .as_ref()
-        .map_or(Confidence::Primary, |n| n.confidence);
-    let confidence = match m {
-        DriverMode::Native => native_confidence,
-        _ => facts
-            .floor
-            .as_ref()
-            .map_or(Confidence::Primary, |f| f.confidence)
-            .max(native_confidence),
-    };
+) -> Modes {
+    let mut readings = facts.modes(driver);
+    let judged = readings::judge(readings.iter().map(|m| grade(*m)));
     let native_txt = facts
         .native
         .as_ref()
         .map(|n| n.version.to_string())
         .unwrap_or_else(|| "unknown".into());
     let cuda_label = format!("CUDA {}", build.cuda);
-    match m {
+    let stated = match readings[0] {
         DriverMode::TooOld if spec.target.forward_compat => {
-            forward_compat(gpus, build, driver, &cuda_label, out)
+            let m = forward_compat(gpus, build, driver, &cuda_label, &judged, out);
+            // The image carries cuda-compat: whatever reading leaves the driver short, the
+            // compat libraries run the build.
+            for r in readings.iter_mut().filter(|r| **r != DriverMode::Native) {
+                *r = m;
+            }
+            m
         }
         DriverMode::TooOld => {
             let d = too_old(build, facts, driver, &native_txt, &cuda_label);
-            out.push(soften(d, confidence));
+            out.push(readings::decide(d, &judged));
             DriverMode::TooOld
         }
         DriverMode::MinorCompat => {
@@ -108,12 +174,23 @@ fn judge(
             d.hint = Some(format!(
                 "upgrade the target driver to >= {native_txt} for full support"
             ));
-            out.push(soften(d, confidence));
+            out.push(d);
+            if judged.worst == Grade::Failed {
+                let floor = facts.floor.as_ref().map(|f| f.version.to_string());
+                out.push(warn(
+                    UNCONFIRMED_FACT,
+                    "target.driver",
+                    format!(
+                        "driver {driver} runs {cuda_label} builds only if the unconfirmed minor-version compatibility floor (>= {}) holds; natively they need >= {native_txt}",
+                        floor.unwrap_or_default()
+                    ),
+                ));
+            }
             DriverMode::MinorCompat
         }
         DriverMode::ForwardCompat => DriverMode::ForwardCompat,
         DriverMode::Native => {
-            if confidence.is_unconfirmed() {
+            if judged.stated_is_uncertain() {
                 out.push(warn(
                     UNCONFIRMED_FACT,
                     "target.driver",
@@ -122,7 +199,8 @@ fn judge(
             }
             DriverMode::Native
         }
-    }
+    };
+    Modes { stated, readings }
 }
 
 /// A driver too old for the build, when the spec asks for forward compatibility: it works on
@@ -132,6 +210,7 @@ fn forward_compat(
     build: &Build,
     driver: &Version,
     cuda_label: &str,
+    judged: &Judged,
     out: &mut Vec<Diagnostic>,
 ) -> DriverMode {
     let consumer: Vec<String> = gpus
@@ -140,14 +219,15 @@ fn forward_compat(
         .map(Gpu::label)
         .collect();
     if gpus.is_empty() || !consumer.is_empty() {
-        out.push(err(
+        // Needed only when the driver is too old: certain only when every reading says so.
+        out.push(readings::decide(err(
             FORWARD_COMPAT_UNSUPPORTED,
             "target.forward-compat",
             format!(
                 "forward compatibility (cuda-compat) works on data-center GPUs and Jetson only, not {}",
                 if consumer.is_empty() { "unnamed GPUs".to_string() } else { consumer.join(", ") }
             ),
-        ));
+        ), judged));
         DriverMode::TooOld
     } else {
         out.push(warn(
@@ -189,12 +269,17 @@ fn too_old(
 
 /// conda-forge's CUDA builds need `__cuda >= major`, which the driver reports.
 fn virtual_cuda(table: &Table, build: &Build, driver: &Version) -> Option<Diagnostic> {
-    let max = table.driver_max_cuda(driver).map(|b| b.max_cuda.clone());
+    let row = table.driver_max_cuda(driver);
+    let max = row.map(|b| b.max_cuda.clone());
     let ok = max
         .as_ref()
         .is_some_and(|mx| mx.major() >= build.cuda.major());
+    // An unconfirmed branch row read as absent: the driver could report anything.
+    let absent = row
+        .is_some_and(|b| b.confidence.is_unconfirmed())
+        .then_some(Grade::Clean);
     (!ok).then(|| {
-        err(
+        readings::decide(err(
             VIRTUAL_PACKAGE_UNSATISFIED,
             "target.driver",
             format!(
@@ -203,22 +288,35 @@ fn virtual_cuda(table: &Table, build: &Build, driver: &Version) -> Option<Diagno
                 build.cuda.major(),
                 max.map(|m| m.to_string()).unwrap_or_else(|| "(none)".into())
             ),
-        )
+        ), &readings::judge(std::iter::once(Grade::Failed).chain(absent)))
     })
 }
 
 /// GPUs that need a newer driver than the target's, or that its branch no longer drives.
 fn gpu_drivers(gpus: &[Gpu], driver: &Version, out: &mut Vec<Diagnostic>) {
     for g in gpus {
-        if let Some(min) = &g.min_driver {
+        if let Some((min, confidence)) = g.min_drivers.first() {
             if driver < min {
-                out.push(err(
-                    DRIVER_TOO_OLD,
-                    "target.driver",
-                    format!(
-                        "{} needs driver >= {min}, the target has {driver}",
-                        g.label()
+                // Without the first fact, the others still bound the driver.
+                let others = g.min_drivers[1..]
+                    .iter()
+                    .any(|(m, c)| !c.is_unconfirmed() && driver < m);
+                let absent = confidence.is_unconfirmed().then_some(if others {
+                    Grade::Failed
+                } else {
+                    Grade::Clean
+                });
+                let judged = readings::judge(std::iter::once(Grade::Failed).chain(absent));
+                out.push(readings::decide(
+                    err(
+                        DRIVER_TOO_OLD,
+                        "target.driver",
+                        format!(
+                            "{} needs driver >= {min}, the target has {driver}",
+                            g.label()
+                        ),
                     ),
+                    &judged,
                 ));
             }
         }

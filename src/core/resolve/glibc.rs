@@ -3,16 +3,26 @@
 
 use super::build::Build;
 use super::codes::*;
-use super::{err, soften};
+use super::err;
+use super::readings::{self, Grade};
 use crate::core::diag::Diagnostic;
 use crate::core::spec::Spec;
 
-/// The error (softened when the build's glibc floor is unconfirmed) for a target glibc older
-/// than the build needs; nothing when the spec names no glibc.
+/// The error for a target glibc older than the build needs; nothing when the spec names no
+/// glibc. An unconfirmed floor is read as stated and as absent, so it only ever warns.
 pub(super) fn check(spec: &Spec, build: &Build) -> Option<Diagnostic> {
     let glibc = spec.target.glibc.as_ref()?;
-    (*glibc < build.glibc).then(|| {
-        soften(
+    let floors = if build.glibc_confidence.is_unconfirmed() {
+        vec![Some(&build.glibc), None]
+    } else {
+        vec![Some(&build.glibc)]
+    };
+    let judged = readings::judge(floors.iter().map(|f| match f {
+        Some(f) if glibc < *f => Grade::Failed,
+        _ => Grade::Clean,
+    }));
+    (judged.stated == Grade::Failed).then(|| {
+        readings::decide(
             err(
                 GLIBC_TOO_OLD,
                 "target.glibc",
@@ -21,7 +31,7 @@ pub(super) fn check(spec: &Spec, build: &Build) -> Option<Diagnostic> {
                     spec.pytorch, build.glibc
                 ),
             ),
-            build.glibc_confidence,
+            &judged,
         )
     })
 }

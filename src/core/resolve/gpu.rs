@@ -3,8 +3,10 @@
 
 use super::build::Build;
 use super::codes::*;
-use super::{err, soften, warn};
-use crate::core::compat::{DriverReq, GpuKind, Table};
+use super::driver::Modes;
+use super::readings::{self, Grade};
+use super::{err, warn};
+use crate::core::compat::{Confidence, DriverReq, GpuKind, Table};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::{DriverMode, LockedGpu};
 use crate::core::spec::Spec;
@@ -17,7 +19,9 @@ pub(super) struct Gpu {
     pub model: Option<String>,
     pub cc: Cc,
     pub kind: Option<GpuKind>,
-    pub min_driver: Option<Version>,
+    /// The lowest drivers that drive it, by its model's row then its architecture's, each
+    /// with how sure the table is of it.
+    pub min_drivers: Vec<(Version, Confidence)>,
     pub last_branch: Option<u64>,
     pub family: Option<String>,
 }
@@ -43,10 +47,12 @@ pub(super) fn lookup(spec: &Spec, table: &Table, diags: &mut Vec<Diagnostic>) ->
                     model: m.row.map(|r| r.name.clone()),
                     cc: m.cc,
                     kind: m.row.map(|r| r.kind),
-                    min_driver: m
+                    min_drivers: m
                         .row
-                        .and_then(|r| r.min_driver.clone())
-                        .or_else(|| arch.and_then(|a| a.min_driver.clone())),
+                        .and_then(|r| r.min_driver.clone().map(|v| (v, r.confidence)))
+                        .into_iter()
+                        .chain(arch.and_then(|a| a.min_driver.clone().map(|v| (v, a.confidence))))
+                        .collect(),
                     last_branch: arch.and_then(|a| a.last_branch),
                     family: arch.map(|a| a.family.clone()),
                 });
@@ -86,38 +92,58 @@ fn unknown(table: &Table, input: &str) -> Diagnostic {
 }
 
 /// How each GPU runs the build (a cubin or PTX JIT), with the diagnostics that calls for. PTX
-/// JIT under minor-version compatibility fails, so `mode` matters here.
+/// JIT under minor-version compatibility fails, so the driver's modes matter here. Each GPU is
+/// judged over every reading of the unconfirmed facts (architectures, PTX, driver mode).
 pub(super) fn coverage(
     gpus: &[Gpu],
     build: &Build,
-    mode: Option<DriverMode>,
+    modes: Option<&Modes>,
     native: Option<&DriverReq>,
     out: &mut Vec<Diagnostic>,
 ) -> Vec<LockedGpu> {
+    let mode_readings: Vec<Option<DriverMode>> = match modes {
+        Some(m) => m.readings.iter().copied().map(Some).collect(),
+        None => vec![None],
+    };
     let mut locked = Vec::new();
     for g in gpus {
-        let runs_via = match version::coverage(&build.arch, &build.ptx, g.cc) {
+        let outcomes: Vec<Outcome> = arch_readings(build, g.cc)
+            .iter()
+            .flat_map(|(cubins, ptx)| {
+                let reach = version::coverage(cubins, ptx, g.cc);
+                mode_readings
+                    .iter()
+                    .map(move |m| Outcome { reach, mode: *m })
+            })
+            .collect();
+        let judged = readings::judge(outcomes.iter().map(Outcome::grade));
+        let stated = outcomes[0];
+        let runs_via = match stated.reach {
             Coverage::Cubin(c) => {
-                if build.arch_confidence.is_unconfirmed() || build.unconfirmed_arch.contains(&c) {
-                    out.push(warn(
-                        UNCONFIRMED_FACT,
-                        "target.gpus",
-                        format!(
-                            "that this build carries {} for {} is not confirmed",
-                            c.sm(),
-                            g.label()
-                        ),
-                    ));
+                if judged.stated_is_uncertain() {
+                    out.push(unconfirmed(format!(
+                        "that this build carries {} for {} is not confirmed",
+                        c.sm(),
+                        g.label()
+                    )));
                 }
                 c.sm()
             }
             Coverage::Ptx(p) => {
                 let ptx = compute(&p);
-                out.push(ptx_jit(g, &ptx, mode, native));
+                let d = ptx_jit(g, &ptx, stated.mode, native);
+                if d.is_error() {
+                    out.push(readings::decide(d, &judged));
+                } else {
+                    out.push(d);
+                    if judged.worst == Grade::Failed {
+                        out.push(unconfirmed(ptx_doubt(g, &ptx, &outcomes)));
+                    }
+                }
                 ptx
             }
             Coverage::None => {
-                out.push(soften(
+                out.push(readings::decide(
                     err(
                         ARCH_NOT_IN_WHEEL,
                         "target.gpus",
@@ -127,7 +153,7 @@ pub(super) fn coverage(
                             arch_txt(build)
                         ),
                     ),
-                    build.arch_confidence.max(build.ptx_confidence),
+                    &judged,
                 ));
                 continue;
             }
@@ -140,6 +166,72 @@ pub(super) fn coverage(
         });
     }
     locked
+}
+
+/// How one reading reaches a GPU: the build's code for it, and the driver's mode.
+#[derive(Debug, Clone, Copy)]
+struct Outcome {
+    reach: Coverage,
+    mode: Option<DriverMode>,
+}
+
+impl Outcome {
+    fn grade(&self) -> Grade {
+        match self.reach {
+            Coverage::Cubin(_) => Grade::Clean,
+            Coverage::Ptx(_) if self.mode == Some(DriverMode::MinorCompat) => Grade::Failed,
+            Coverage::Ptx(_) => Grade::Warned,
+            Coverage::None => Grade::Failed,
+        }
+    }
+}
+
+/// The build's (cubins, PTX) under every reading of its unconfirmed facts, the stated one
+/// first: cubins whose presence is in doubt present or not; a whole list in doubt empty or
+/// holding this very device; a PTX list in doubt empty or as large as the build allows.
+fn arch_readings(build: &Build, device: Cc) -> Vec<(Vec<Cc>, Vec<Cc>)> {
+    let mut cubins = vec![build.arch.clone()];
+    if build
+        .arch
+        .iter()
+        .any(|c| build.unconfirmed_arch.contains(c))
+    {
+        cubins.push(
+            build
+                .arch
+                .iter()
+                .filter(|c| !build.unconfirmed_arch.contains(c))
+                .copied()
+                .collect(),
+        );
+    }
+    if build.arch_confidence.is_unconfirmed() {
+        cubins.push(Vec::new());
+        cubins.push(vec![device]);
+    }
+    let mut out = Vec::new();
+    for c in cubins {
+        out.push((c.clone(), build.ptx.clone()));
+        if build.ptx_confidence.is_unconfirmed() {
+            out.push((c.clone(), Vec::new()));
+            let possible = version::possible_ptx(&c);
+            out.push((c, possible));
+        }
+    }
+    out
+}
+
+/// Why a GPU that the stated facts run through PTX could fail under another reading.
+fn ptx_doubt(g: &Gpu, ptx: &str, outcomes: &[Outcome]) -> String {
+    if outcomes.iter().any(|o| o.reach == Coverage::None) {
+        format!("that this build carries {ptx} for {} is not confirmed: without it torch would fail with \"no kernel image is available for execution on the device\"", g.label())
+    } else {
+        format!("{} runs this build only by JIT-compiling its PTX ({ptx}), which fails under minor-version compatibility, and that the driver runs it natively is not confirmed", g.label())
+    }
+}
+
+fn unconfirmed(message: String) -> Diagnostic {
+    warn(UNCONFIRMED_FACT, "target.gpus", message)
 }
 
 /// A GPU that runs the build only through PTX JIT: slow, and impossible under minor-version

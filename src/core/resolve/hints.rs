@@ -1,6 +1,8 @@
-//! Hints: the releases known around an unknown one, and a concrete, working alternative (another
-//! build, source or release that satisfies the driver and every GPU) for errors about the chosen
-//! build. This module performs no I/O.
+//! Hints: the releases known around an unknown one, and concrete alternatives (another build,
+//! source, release or Python) for errors. A hint that names values is a claim, so it is proven
+//! before it is offered: the spec changed exactly as the hint says (same target, GPUs and
+//! driver) must lock without errors. Proofs resolve with hints off, so they never recurse.
+//! This module performs no I/O.
 
 use super::build::{build_for, selectors, Build};
 use super::codes::*;
@@ -8,8 +10,17 @@ use super::gpu::Gpu;
 use super::{check, err};
 use crate::core::compat::{variant_of, Table, TorchRow};
 use crate::core::diag::Diagnostic;
-use crate::core::spec::{Platform, Source, Spec};
+use crate::core::spec::{default_channels, Platform, Source, Spec};
 use crate::core::version::Version;
+
+/// What hints are made from: the spec, the table, the target's GPUs, and whether hints are
+/// computed at all (not inside a proof).
+pub(super) struct Hinter<'a> {
+    pub spec: &'a Spec,
+    pub table: &'a Table,
+    pub gpus: &'a [Gpu],
+    pub on: bool,
+}
 
 /// The error for a PyTorch release the table does not know, with the releases it does.
 pub(super) fn unknown_release(spec: &Spec, table: &Table) -> Diagnostic {
@@ -44,52 +55,191 @@ pub(super) fn unknown_release(spec: &Spec, table: &Table) -> Diagnostic {
     .with_hint(hint)
 }
 
-/// The error for a build the source does not publish, with an alternative that works.
-pub(super) fn no_build(d: Diagnostic, spec: &Spec, table: &Table, gpus: &[Gpu]) -> Diagnostic {
-    let alt = suggest(spec, table, gpus, None);
-    hint_with(
-        d,
-        &alt,
-        "`envbuild table torch` lists every release and its builds",
-    )
-}
+impl Hinter<'_> {
+    /// Whether the changed spec locks without errors (never inside a proof).
+    fn proves(&self, changed: &Spec) -> bool {
+        self.on && super::locks(changed, self.table)
+    }
 
-/// The diagnostics of checking the chosen build, errors about the target given an alternative
-/// build (other than this one) that satisfies it.
-pub(super) fn for_checks(
-    checks: Vec<Diagnostic>,
-    spec: &Spec,
-    table: &Table,
-    gpus: &[Gpu],
-    t: &TorchRow,
-    build: &Build,
-) -> Vec<Diagnostic> {
-    let alt = if checks.iter().any(Diagnostic::is_error) {
-        suggest(
-            spec,
-            table,
-            gpus,
-            Some((&t.version, spec.source, &build.selector)),
+    /// The error for a build the source does not publish, with an alternative that works.
+    pub fn no_build(&self, d: Diagnostic) -> Diagnostic {
+        let alt = self.suggest(None);
+        hint_with(
+            d,
+            &alt,
+            "`envbuild table torch` lists every release and its builds",
         )
-    } else {
-        None
-    };
-    checks
-        .into_iter()
-        .map(|d| match d.code {
-            DRIVER_TOO_OLD | ARCH_NOT_IN_WHEEL | GLIBC_TOO_OLD | VIRTUAL_PACKAGE_UNSATISFIED
-                if d.is_error() =>
-            {
-                let fallback = match d.code {
-                    GLIBC_TOO_OLD => "torch <= 2.5.1 wheels need only glibc 2.17; or raise the target's glibc",
-                    DRIVER_TOO_OLD => "upgrade the driver on the target machines",
-                    _ => "no release in the table satisfies the driver and every GPU; check `envbuild table`",
-                };
-                hint_with(d, &alt, fallback)
-            }
-            _ => d,
+    }
+
+    /// The diagnostics of checking the chosen build, errors about the target given an
+    /// alternative build (other than this one) that satisfies it.
+    pub fn for_checks(
+        &self,
+        checks: Vec<Diagnostic>,
+        t: &TorchRow,
+        build: &Build,
+    ) -> Vec<Diagnostic> {
+        let alt = if checks.iter().any(Diagnostic::is_error) {
+            self.suggest(Some((&t.version, self.spec.source, &build.selector)))
+        } else {
+            None
+        };
+        checks
+            .into_iter()
+            .map(|d| match d.code {
+                DRIVER_TOO_OLD | ARCH_NOT_IN_WHEEL | GLIBC_TOO_OLD | VIRTUAL_PACKAGE_UNSATISFIED
+                    if d.is_error() =>
+                {
+                    let fallback = match d.code {
+                        GLIBC_TOO_OLD => "torch <= 2.5.1 wheels need only glibc 2.17; or raise the target's glibc",
+                        DRIVER_TOO_OLD => "upgrade the driver on the target machines",
+                        _ => "no release in the table satisfies the driver and every GPU; check `envbuild table`",
+                    };
+                    hint_with(d, &alt, fallback)
+                }
+                _ => d,
+            })
+            .collect()
+    }
+
+    /// The hint for a release the `pytorch` channel never published: a proven alternative
+    /// and, when it locks, the channel's last release.
+    pub fn discontinued(&self, last: &Version) -> String {
+        let alt = self.suggest(None);
+        let mut on_channel = self.spec.clone();
+        on_channel.pytorch = last.clone();
+        match (alt, self.proves(&on_channel)) {
+            (Some(a), true) => format!("use {a}, or pytorch = \"{last}\" on the channel"),
+            (Some(a), false) => format!("use {a}"),
+            (None, true) => format!("use pytorch = \"{last}\" on the channel"),
+            (None, false) => format!("the channel's last release is {last}; `envbuild table torch` lists the other sources' builds"),
+        }
+    }
+
+    /// The hint for PyPI's CPU-only wheel on a platform: the same CUDA from the PyTorch index,
+    /// or another proven alternative.
+    pub fn pypi_cpu_only(&self, t: &TorchRow, selector: &Version) -> String {
+        let changed = with_build(self.spec, &t.version, Source::PytorchIndex, selector);
+        if self.proves(&changed) {
+            return format!("use {}", describe(self.spec, &changed));
+        }
+        match self.suggest(None) {
+            Some(a) => format!("use {a}"),
+            None => "CUDA wheels for this platform come from the PyTorch index; `envbuild table torch` lists their builds".into(),
+        }
+    }
+
+    /// The hint for a Python the release has no wheels for: the newest of its Pythons that
+    /// locks, and the newest release with wheels for this Python that locks (with the spec's
+    /// build if it can, else with another).
+    pub fn python_unsupported(&self, t: &TorchRow, py_minor: &Version) -> Option<String> {
+        let python = t.python.iter().rev().find(|p| {
+            let mut s = self.spec.clone();
+            s.python = (*p).clone();
+            self.proves(&s)
+        });
+        let torch = self
+            .table
+            .torch
+            .iter()
+            .rev()
+            .filter(|r| r.version != t.version && r.python.contains(py_minor))
+            .find(|r| {
+                let mut s = self.spec.clone();
+                s.pytorch = r.version.clone();
+                self.proves(&s)
+            })
+            .map(|r| format!("pytorch = \"{}\" (the newest release with Python {py_minor} wheels that fits this spec)", r.version))
+            .or_else(|| self.suggest(None));
+        let alts: Vec<String> = python
+            .map(|p| format!("python = \"{p}\""))
+            .into_iter()
+            .chain(torch)
+            .collect();
+        (!alts.is_empty()).then(|| format!("use {}", alts.join(", or ")))
+    }
+
+    /// A concrete, proven alternative for the hint, or `None`. `exclude` is the build already
+    /// chosen (torch release, source, selector).
+    pub fn suggest(&self, exclude: Option<(&Version, Source, &Version)>) -> Option<String> {
+        if !self.on {
+            return None;
+        }
+        let mut candidates = self.candidates(exclude);
+        // Stable: within a tier, the order of discovery (see `candidates`) decides.
+        candidates.sort_by_key(|c| c.0);
+        candidates.into_iter().find_map(|(_, t, source, sel)| {
+            let changed = with_build(self.spec, &t.version, source, &sel);
+            self.proves(&changed).then(|| describe(self.spec, &changed))
         })
-        .collect()
+    }
+
+    /// Every build that passes the target checks, ranked (lower is better). The same torch
+    /// first, from the same kind of source, then from the other sources; then other torch
+    /// releases, newest first; newest CUDA first within a source.
+    fn candidates(
+        &self,
+        exclude: Option<(&Version, Source, &Version)>,
+    ) -> Vec<(u8, &TorchRow, Source, Version)> {
+        let spec = self.spec;
+        let same: Vec<&TorchRow> = self.table.torch_row(&spec.pytorch).into_iter().collect();
+        let others: Vec<&TorchRow> = self
+            .table
+            .torch
+            .iter()
+            .rev()
+            .filter(|t| t.version != spec.pytorch)
+            .collect();
+        let mut sources = vec![spec.source];
+        for s in [
+            Source::PytorchIndex,
+            Source::CondaForge,
+            Source::PytorchChannel,
+        ] {
+            if !sources.contains(&s) {
+                sources.push(s);
+            }
+        }
+        let mut out = Vec::new();
+        for (same_torch, rows) in [(true, &same), (false, &others)] {
+            for t in rows.iter() {
+                for &source in &sources {
+                    let mut sels = selectors(t, source, spec.target.platform);
+                    sels.reverse();
+                    for sel in sels {
+                        if exclude.is_some_and(|(et, es, esel)| {
+                            *et == t.version && es == source && *esel == sel
+                        }) {
+                            continue;
+                        }
+                        if let Some(warnings) = self.works(t, source, &sel) {
+                            let tier = tier(same_torch, source == spec.source, warnings == 0);
+                            out.push((tier, *t, source, sel));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Some(number of warnings) when the build passes the target checks (driver, GPUs,
+    /// glibc) for the spec's Python; fewer is better. A cheap filter before the proof.
+    fn works(&self, t: &TorchRow, source: Source, sel: &Version) -> Option<usize> {
+        let spec = self.spec;
+        if !t.python.iter().any(|p| spec.python.starts_with(p)) {
+            return None;
+        }
+        if source == Source::PytorchChannel && spec.target.platform == Platform::Win64 {
+            return None;
+        }
+        let b = build_for(self.table, t, source, spec.target.platform, sel).ok()?;
+        let (diags, _, _) = check::build(spec, self.table, source, self.gpus, &b);
+        if diags.iter().any(Diagnostic::is_error) {
+            return None;
+        }
+        Some(diags.len() + b.notes.len())
+    }
 }
 
 /// Give `d` the alternative as its hint, or `fallback` when there is none; a warning that
@@ -105,58 +255,10 @@ fn hint_with(d: Diagnostic, alt: &Option<String>, fallback: &str) -> Diagnostic 
     d.with_hint(hint)
 }
 
-/// A concrete, working alternative for the hint, or `None`. `exclude` is the build already
-/// chosen (torch release, source, selector).
-pub(super) fn suggest(
-    spec: &Spec,
-    table: &Table,
-    gpus: &[Gpu],
-    exclude: Option<(&Version, Source, &Version)>,
-) -> Option<String> {
-    // The same torch first, from the same kind of source, then from the other sources; then
-    // other torch releases, newest first. Prefer builds the target driver runs natively.
-    let same: Vec<&TorchRow> = table.torch_row(&spec.pytorch).into_iter().collect();
-    let others: Vec<&TorchRow> = table
-        .torch
-        .iter()
-        .rev()
-        .filter(|t| t.version != spec.pytorch)
-        .collect();
-    let mut sources = vec![spec.source];
-    for s in [
-        Source::PytorchIndex,
-        Source::CondaForge,
-        Source::PytorchChannel,
-    ] {
-        if !sources.contains(&s) {
-            sources.push(s);
-        }
-    }
-    // Rank: the same release from the same source, then the same release from another source,
-    // then newer-first other releases; a clean build (no warnings) beats one with warnings,
-    // except that staying on the same release and source matters most.
-    let mut best: Option<(u8, String)> = None;
-    for (same_torch, rows) in [(true, &same), (false, &others)] {
-        for t in rows.iter() {
-            for &source in &sources {
-                let mut sels = selectors(t, source, spec.target.platform);
-                sels.reverse();
-                for sel in &sels {
-                    let Some(warnings) = works(spec, table, gpus, exclude, t, source, sel) else {
-                        continue;
-                    };
-                    let tier = tier(same_torch, source == spec.source, warnings == 0);
-                    if best.as_ref().is_none_or(|(b, _)| tier < *b) {
-                        best = Some((tier, describe(spec, t, source, sel)));
-                    }
-                }
-            }
-        }
-    }
-    best.map(|(_, d)| d)
-}
-
-/// Rank of a working candidate, lower is better (see `suggest`).
+/// Rank of a working candidate, lower is better: the same release from the same source, then
+/// the same release from another source, then newer-first other releases; a clean build (no
+/// warnings) beats one with warnings, except that staying on the same release and source
+/// matters most.
 fn tier(same_torch: bool, same_source: bool, clean: bool) -> u8 {
     match (same_torch, same_source, clean) {
         (true, true, true) => 0,
@@ -169,47 +271,89 @@ fn tier(same_torch: bool, same_source: bool, clean: bool) -> u8 {
     }
 }
 
-/// Some(number of warnings) when the build works for the target; fewer is better.
-fn works(
-    spec: &Spec,
-    table: &Table,
-    gpus: &[Gpu],
-    exclude: Option<(&Version, Source, &Version)>,
-    t: &TorchRow,
-    source: Source,
-    sel: &Version,
-) -> Option<usize> {
-    if exclude.is_some_and(|(et, es, esel)| *et == t.version && es == source && esel == sel) {
-        return None;
+/// The spec with another torch build: the release, the source and its CUDA selector. Keys the
+/// new source does not use are dropped; a conda source gets the channels it needs.
+fn with_build(spec: &Spec, torch: &Version, source: Source, sel: &Version) -> Spec {
+    let mut s = spec.clone();
+    s.pytorch = torch.clone();
+    s.source = source;
+    s.cuda = None;
+    s.pytorch_cuda = None;
+    match source {
+        Source::Pypi => {}
+        Source::PytorchIndex => s.cuda = Some(sel.clone()),
+        Source::CondaForge => {
+            s.cuda = Some(sel.clone());
+            s.channels = vec!["conda-forge".into()];
+        }
+        Source::PytorchChannel => {
+            s.pytorch_cuda = Some(sel.clone());
+            if spec.source != Source::PytorchChannel {
+                s.channels = default_channels(source, torch, Some(sel));
+            }
+        }
     }
-    if !t.python.iter().any(|p| spec.python.starts_with(p)) {
-        return None;
-    }
-    if source == Source::PytorchChannel && spec.target.platform == Platform::Win64 {
-        return None;
-    }
-    let b = build_for(table, t, source, spec.target.platform, sel).ok()?;
-    let (diags, _, _) = check::build(spec, table, source, gpus, &b);
-    if diags.iter().any(Diagnostic::is_error) {
-        return None;
-    }
-    Some(diags.len() + b.notes.len())
+    s
 }
 
-/// The spec change that selects a candidate, for the hint.
-fn describe(spec: &Spec, t: &TorchRow, source: Source, sel: &Version) -> String {
-    let torch = if t.version == spec.pytorch {
+/// The spec change from `orig` to a build `with_build` made: the release when it changes, the
+/// source and its CUDA key (the source named whenever it changes), the channels when they
+/// change, and the keys to drop. Applying exactly this to the spec file gives `new`.
+fn describe(orig: &Spec, new: &Spec) -> String {
+    let torch = if new.pytorch == orig.pytorch {
         String::new()
     } else {
-        format!("pytorch = \"{}\" with ", t.version)
+        format!("pytorch = \"{}\" with ", new.pytorch)
     };
-    match source {
+    let moved = new.source != orig.source;
+    let sel = new
+        .cuda
+        .as_ref()
+        .or(new.pytorch_cuda.as_ref())
+        .map(|v| v.to_string())
+        .unwrap_or_default();
+    let channels = format!(
+        "channels = [{}]",
+        new.channels
+            .iter()
+            .map(|c| format!("\"{c}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let mut text = match new.source {
         Source::PytorchIndex => format!(
-            "{torch}source = \"pytorch-index\", cuda = \"{sel}\" (the {} wheels)",
-            variant_of(sel)
+            "source = \"pytorch-index\", cuda = \"{sel}\" (the {} wheels)",
+            new.cuda.as_ref().map(variant_of).unwrap_or_default()
         ),
-        Source::Pypi => format!("{torch}source = \"pypi\""),
-        Source::PytorchChannel => format!("{torch}pytorch-cuda = \"{sel}\""),
-        Source::CondaForge => format!("{torch}channels = [\"conda-forge\"], cuda = \"{sel}\""),
+        Source::Pypi => "source = \"pypi\"".to_string(),
+        Source::PytorchChannel => {
+            let mut t = format!("pytorch-cuda = \"{sel}\"");
+            if moved {
+                t = format!("source = \"pytorch-channel\", {t}");
+            }
+            if new.channels != orig.channels {
+                t = format!("{t}, {channels}");
+            }
+            t
+        }
+        Source::CondaForge if moved => {
+            format!("source = \"conda-forge\", {channels}, cuda = \"{sel}\"")
+        }
+        Source::CondaForge => format!("{channels}, cuda = \"{sel}\""),
+    };
+    let dropped: Vec<&str> = [
+        ("cuda", orig.cuda.is_some() && new.cuda.is_none()),
+        (
+            "pytorch-cuda",
+            orig.pytorch_cuda.is_some() && new.pytorch_cuda.is_none(),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, gone)| *gone)
+    .map(|(k, _)| k)
+    .collect();
+    if !dropped.is_empty() {
+        text.push_str(&format!(" without {}", dropped.join(" or ")));
     }
+    format!("{torch}{text}")
 }

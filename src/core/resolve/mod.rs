@@ -6,8 +6,9 @@
 //! (`build`); the target driver (`driver`), GPU lookup and architecture coverage (`gpu`) and
 //! glibc (`glibc`), all three checked against one build by `check`; Python (`python`); conda
 //! channels (`channels`); companions and added packages (`packages`); install lines
-//! (`install`); the base image and image settings (`image`); the lock itself (`assemble`); and
-//! the alternatives suggested in hints (`hints`).
+//! (`install`); the base image and image settings (`image`); the lock itself (`assemble`); the
+//! alternatives suggested in hints, each proven by resolving the changed spec (`hints`); and
+//! how rules are judged when the table marks a fact unconfirmed (`readings`).
 
 mod assemble;
 mod build;
@@ -21,8 +22,9 @@ mod image;
 mod install;
 mod packages;
 mod python;
+mod readings;
 
-use crate::core::compat::{Confidence, Table};
+use crate::core::compat::Table;
 use crate::core::diag::Diagnostic;
 use crate::core::lock::Lock;
 use crate::core::spec::Spec;
@@ -89,7 +91,6 @@ pub mod codes {
         CHANNEL_MIX,
     ];
 }
-use codes::*;
 
 /// The outcome: a lock when no error was found, and every diagnostic either way.
 #[derive(Debug, Clone)]
@@ -117,32 +118,52 @@ impl Resolution {
 /// Steps that make the rest meaningless (an unknown release, a discontinued channel, no build)
 /// stop at once; the others all run so that every problem is reported together.
 pub fn resolve(spec: &Spec, table: &Table, spec_sha256: &str) -> Resolution {
+    run(spec, table, spec_sha256, true)
+}
+
+/// Whether a spec locks without an error: the proof behind every hint that names values.
+/// It computes no hints itself, so a proof never starts another.
+pub fn locks(spec: &Spec, table: &Table) -> bool {
+    let r = run(spec, table, "", false);
+    r.lock.is_some() && !r.has_errors()
+}
+
+/// [`resolve`], with hints computed (and proven) or not.
+fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resolution {
     let mut diags: Vec<Diagnostic> = Vec::new();
     let Some(t) = table.torch_row(&spec.pytorch) else {
         diags.push(hints::unknown_release(spec, table));
         return Resolution::failed(diags);
     };
     let gpus = gpu::lookup(spec, table, &mut diags);
+    let hinter = hints::Hinter {
+        spec,
+        table,
+        gpus: &gpus,
+        // An unknown GPU fails every changed spec too (hints keep the target): no proof can
+        // succeed, so none is tried.
+        on: with_hints && !diags.iter().any(Diagnostic::is_error),
+    };
     driver::note_missing(spec, &mut diags);
     let py_minor = v(&spec.python.major_minor());
-    let python_ok = python::check(table, t, &py_minor, &mut diags);
-    if let Some(d) = channels::discontinued(spec, table, &gpus) {
+    let python_ok = python::check(&hinter, t, &py_minor, &mut diags);
+    if let Some(d) = channels::discontinued(&hinter) {
         diags.push(d);
         return Resolution::failed(diags);
     }
-    let Some(selector) = build::selector(spec, t, &mut diags) else {
+    let Some(selector) = build::selector(&hinter, t, &mut diags) else {
         return Resolution::failed(diags);
     };
     let build = match build::build_for(table, t, spec.source, spec.target.platform, &selector) {
         Ok(b) => b,
         Err(d) => {
-            diags.push(hints::no_build(d, spec, table, &gpus));
+            diags.push(hinter.no_build(d));
             return Resolution::failed(diags);
         }
     };
     diags.extend(build.notes.iter().cloned());
     let (checks, mode, locked_gpus) = check::build(spec, table, spec.source, &gpus, &build);
-    diags.extend(hints::for_checks(checks, spec, table, &gpus, t, &build));
+    diags.extend(hinter.for_checks(checks, t, &build));
     channels::check(spec, t, &mut diags);
     let pkgs = packages::collect(spec, table, t, &py_minor, &mut diags);
     if !python_ok || diags.iter().any(Diagnostic::is_error) {
@@ -189,24 +210,6 @@ fn warn(code: &'static str, key: &str, message: String) -> Diagnostic {
     let mut d = Diagnostic::warning(code, message);
     d.field = Some(key.to_string());
     d
-}
-
-/// An error decided by an unconfirmed fact becomes an UNCONFIRMED_FACT warning.
-fn soften(d: Diagnostic, confidence: Confidence) -> Diagnostic {
-    if d.is_error() && confidence.is_unconfirmed() {
-        let mut w = Diagnostic::warning(
-            UNCONFIRMED_FACT,
-            format!(
-                "{} (the table marks this fact unconfirmed, so it does not fail the lock)",
-                d.message
-            ),
-        );
-        w.hint = d.hint;
-        w.field = d.field;
-        w
-    } else {
-        d
-    }
 }
 
 #[cfg(test)]

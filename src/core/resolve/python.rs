@@ -2,6 +2,7 @@
 //! experimental or past its end of life (as of the table's date). This module performs no I/O.
 
 use super::codes::*;
+use super::hints::Hinter;
 use super::{err, warn};
 use crate::core::compat::{Table, TorchRow};
 use crate::core::diag::Diagnostic;
@@ -10,14 +11,15 @@ use crate::core::version::Version;
 /// Check the spec's Python, given as major.minor; false when torch does not support
 /// it (the error is pushed).
 pub(super) fn check(
-    table: &Table,
+    h: &Hinter,
     t: &TorchRow,
     py_minor: &Version,
     diags: &mut Vec<Diagnostic>,
 ) -> bool {
+    let table = h.table;
     let supported = t.python.contains(py_minor);
     if !supported {
-        diags.push(unsupported(table, t, py_minor));
+        diags.push(unsupported(h, t, py_minor));
     } else if t.python_experimental.contains(py_minor) {
         diags.push(warn(
             PYTHON_EXPERIMENTAL,
@@ -32,24 +34,16 @@ pub(super) fn check(
     supported
 }
 
-/// The error for a Python torch has no wheels for, with the way out.
-fn unsupported(table: &Table, t: &TorchRow, py_minor: &Version) -> Diagnostic {
-    let newest_for_py = table
-        .torch
-        .iter()
-        .rev()
-        .find(|r| r.python.contains(py_minor))
-        .map(|r| r.version.to_string());
-    let last = t.python.last().map(|p| p.to_string()).unwrap_or_default();
+/// The error for a Python torch has no wheels for, with the proven ways out.
+fn unsupported(h: &Hinter, t: &TorchRow, py_minor: &Version) -> Diagnostic {
     let range = format!(
         "{}–{}",
         t.python.first().map(|p| p.to_string()).unwrap_or_default(),
-        last
+        t.python.last().map(|p| p.to_string()).unwrap_or_default()
     );
-    let hint = match newest_for_py {
-        Some(nv) => format!("use python = \"{last}\", or pytorch = \"{nv}\" (the newest release with Python {py_minor} wheels)"),
-        None => format!("use a Python in {range}"),
-    };
+    let hint = h
+        .python_unsupported(t, py_minor)
+        .unwrap_or_else(|| format!("use a Python in {range}"));
     err(
         PYTHON_UNSUPPORTED,
         "python",

@@ -2,7 +2,7 @@
 //! so that refreshing the real table's data never breaks a logic test.
 
 use super::*;
-use crate::core::compat::Table;
+use crate::core::compat::{Os, Table};
 use crate::core::lock::DriverMode;
 use crate::core::spec::{parse, Format};
 
@@ -177,14 +177,17 @@ fn blackwell_needs_its_own_minimum_driver() {
 #[test]
 fn python_outside_the_release_range_is_refused_with_the_newest_release_for_it() {
     let body = "python = \"3.13\"\npytorch = \"2.1.0\"\ncuda = \"11.8\"";
-    let r = resolve_toml(&spec(body, "driver = \"550.54.15\""));
+    let text = spec(body, "driver = \"550.54.15\"");
+    let r = resolve_toml(&text);
     let d = find(&r, codes::PYTHON_UNSUPPORTED);
     assert!(d.message.contains("3.8–3.11"), "{}", d.message);
+    // 2.14.1 has Python 3.13 wheels but no cu118 build: the newest that fits the spec is 2.7.0.
+    let hint = d.hint.as_deref().unwrap();
     assert!(
-        d.hint.as_deref().unwrap().contains("2.14.1"),
-        "{:?}",
-        d.hint
+        hint.contains("python = \"3.11\"") && hint.contains("pytorch = \"2.7.0\""),
+        "{hint}"
     );
+    assert_hint_locks(&text, hint);
 }
 
 #[test]
@@ -514,4 +517,279 @@ fn dev_jupyterlab_defaults_to_one_that_works_with_the_python() {
         spec(IDX, "")
     ));
     assert_eq!(r.lock.unwrap().image.jupyterlab, "4.3.0");
+}
+
+/// The spec text changed as one alternative of a hint says: its `key = "value"` (or
+/// `key = [...]`) assignments set, its `without key` keys removed.
+fn apply_hint(text: &str, alternative: &str) -> String {
+    let mut doc: toml::Table = toml::from_str(text).unwrap();
+    let mut rest = alternative;
+    while let Some(i) = rest.find(" = ") {
+        let key: String = rest[..i]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect();
+        let after = &rest[i + 3..];
+        let close = if after.starts_with('[') { ']' } else { '"' };
+        let end = after[1..].find(close).unwrap() + 2;
+        let value: toml::Table = toml::from_str(&format!("v = {}", &after[..end])).unwrap();
+        doc.insert(key, value["v"].clone());
+        rest = &after[end..];
+    }
+    if let Some((_, gone)) = alternative.split_once(" without ") {
+        for key in gone.split(" or ") {
+            doc.remove(key.split([':', ' ']).next().unwrap());
+        }
+    }
+    toml::to_string(&doc).unwrap()
+}
+
+/// Every alternative a hint names locks the spec without an error.
+fn assert_hint_locks(text: &str, hint: &str) {
+    let body = hint
+        .strip_prefix("use ")
+        .or_else(|| hint.strip_prefix("pin it: "))
+        .unwrap_or_else(|| panic!("not a proposal: {hint}"));
+    let body = body.split(": it satisfies").next().unwrap();
+    for alternative in body.split(", or ") {
+        let changed = apply_hint(text, alternative);
+        let r = resolve_toml(&changed);
+        assert!(
+            r.lock.is_some() && !r.has_errors(),
+            "hint `{alternative}` does not lock:\n{changed}\n{:#?}",
+            r.diagnostics
+        );
+    }
+}
+
+const TORCH28: &str = "python = \"3.11\"\npytorch = \"2.8.0\"\ncuda = \"12.8\"";
+
+#[test]
+fn no_reading_of_an_unknown_ptx_serves_a_gpu_below_the_lowest_cubin() {
+    // 2.8.0 cu128 starts at sm_70 and its PTX is unconfirmed: PTX only runs forward, so no
+    // PTX of this build could reach a P100 (sm_60), whatever the PTX fact turns out to be.
+    let text = spec(TORCH28, "driver = \"570.124.06\"\ngpus = [\"P100\"]");
+    let r = resolve_toml(&text);
+    assert!(r.lock.is_none());
+    let d = find(&r, codes::ARCH_NOT_IN_WHEEL);
+    assert!(d.is_error() && d.message.contains("P100 (sm_60)"), "{d:?}");
+    assert!(
+        !codes(&r).contains(&codes::UNCONFIRMED_FACT),
+        "{:#?}",
+        r.diagnostics
+    );
+    assert_hint_locks(&text, d.hint.as_deref().unwrap());
+}
+
+#[test]
+fn an_unknown_ptx_that_could_serve_the_gpu_only_warns() {
+    // A 11.0 device has no cubin of its major; PTX for an arch of the build would serve it.
+    let r = resolve_toml(&spec(TORCH28, "driver = \"575.57.08\"\ngpus = [\"11.0\"]"));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    let d = find(&r, codes::UNCONFIRMED_FACT);
+    assert!(d.message.contains("sm_110"), "{}", d.message);
+    assert!(r.lock.is_some());
+}
+
+#[test]
+fn a_family_floor_rules_out_every_toolkit_of_the_family() {
+    // PyPI's 2.14.1 is CUDA 13.0.3, whose native driver is unconfirmed; but no CUDA 13 toolkit
+    // runs below the confirmed 13.x floor (580.65.06), so 550 is too old in every reading.
+    let text = spec(
+        "python = \"3.12\"\npytorch = \"2.14.1\"",
+        "driver = \"550.54.15\"\ngpus = [\"A100\"]",
+    );
+    let r = resolve_toml(&text);
+    assert!(r.lock.is_none());
+    let d = find(&r, codes::DRIVER_TOO_OLD);
+    assert!(d.is_error() && d.message.contains(">= 580.65.06"), "{d:?}");
+    assert!(
+        !codes(&r).contains(&codes::UNCONFIRMED_FACT),
+        "{:#?}",
+        r.diagnostics
+    );
+    assert_hint_locks(&text, d.hint.as_deref().unwrap());
+}
+
+#[test]
+fn above_the_floor_an_unconfirmed_native_driver_decides_only_the_mode() {
+    let body = "python = \"3.12\"\npytorch = \"2.14.1\"\ncuda = \"13.0\"";
+    // Between the floor and the (unconfirmed) native driver: minor-version compatibility in
+    // the stated reading, native at best; it runs either way.
+    let r = resolve_toml(&spec(body, "driver = \"580.82.07\""));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    find(&r, codes::DRIVER_MINOR_COMPAT);
+    assert!(!r
+        .diagnostics
+        .iter()
+        .any(|d| d.code == codes::UNCONFIRMED_FACT && d.field.as_deref() == Some("target.driver")));
+    assert_eq!(r.lock.unwrap().driver_mode, Some(DriverMode::MinorCompat));
+}
+
+#[test]
+fn an_unconfirmed_floor_is_bounded_by_the_first_branch_of_its_family() {
+    // Windows' 13.x floor (580.88) is unconfirmed; a driver of a branch that reports only 12.x
+    // runs no CUDA 13 build whatever the floor is.
+    assert_eq!(
+        table().first_driver_reporting(13).map(|v| v.to_string()),
+        Some("580".into())
+    );
+    let body = "python = \"3.12\"\npytorch = \"2.11.0\"\ncuda = \"13.0\"";
+    let on = |driver: &str| {
+        resolve_toml(&spec(
+            body,
+            &format!("platform = \"win-64\"\ndriver = \"{driver}\""),
+        ))
+    };
+    let r = on("576.57");
+    assert!(find(&r, codes::DRIVER_TOO_OLD).is_error());
+    assert!(r.lock.is_none());
+    // R580 below the stated floor: the floor's readings disagree.
+    let about_driver = |r: &Resolution| {
+        r.diagnostics
+            .iter()
+            .filter(|d| d.code == codes::UNCONFIRMED_FACT)
+            .any(|d| d.field.as_deref() == Some("target.driver") && d.message.contains("580.88"))
+    };
+    let r = on("580.70");
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert!(about_driver(&r), "{:#?}", r.diagnostics);
+    assert_eq!(r.lock.unwrap().driver_mode, Some(DriverMode::TooOld));
+    // Above the stated floor: minor-version compatibility, unless the floor does not hold.
+    let r = on("581.15");
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    find(&r, codes::DRIVER_MINOR_COMPAT);
+    assert!(about_driver(&r), "{:#?}", r.diagnostics);
+    assert_eq!(
+        table()
+            .family_floor(13, Os::Windows)
+            .unwrap()
+            .version
+            .to_string(),
+        "580.88"
+    );
+}
+
+#[test]
+fn hints_never_name_a_build_that_fails_on_the_target() {
+    // PyPI publishes one CUDA build per release: a hint may not propose "pypi" for another.
+    let text = spec(
+        "python = \"3.12\"\npytorch = \"2.14.1\"",
+        "driver = \"535.104.05\"\ngpus = [\"H100\"]",
+    );
+    let r = resolve_toml(&text);
+    let d = find(&r, codes::DRIVER_TOO_OLD);
+    assert_hint_locks(&text, d.hint.as_deref().unwrap());
+    // 2.14.1 has no cu128; its cu130 (13.0.3, native driver unconfirmed) is below the 13.x
+    // floor on R535, so only cu126 fits.
+    let text = spec(
+        "python = \"3.12\"\npytorch = \"2.14.1\"\ncuda = \"12.8\"",
+        "driver = \"535.104.05\"",
+    );
+    let r = resolve_toml(&text);
+    let hint = find(&r, codes::NO_SUCH_VARIANT).hint.clone().unwrap();
+    assert!(hint.contains("cuda = \"12.6\""), "{hint}");
+    assert_hint_locks(&text, &hint);
+}
+
+#[test]
+fn hints_that_move_to_another_source_say_every_key_that_changes() {
+    let text = spec(
+        "python = \"3.11\"\npytorch = \"2.6.0\"\npytorch-cuda = \"12.4\"",
+        "driver = \"550.54.15\"\ngpus = [\"A100\"]",
+    );
+    let r = resolve_toml(&text);
+    let hint = find(&r, codes::CHANNEL_DISCONTINUED).hint.clone().unwrap();
+    assert!(hint.contains("without pytorch-cuda"), "{hint}");
+    assert_hint_locks(&text, &hint);
+    // A wheel spec moved to the channel gets the channel's keys.
+    let text = spec(
+        "python = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.6\"",
+        "driver = \"550.54.15\"\ngpus = [\"A100\"]",
+    );
+    let hint = find(&resolve_toml(&text), codes::NO_SUCH_VARIANT)
+        .hint
+        .clone()
+        .unwrap();
+    assert_hint_locks(&text, &hint);
+}
+
+#[test]
+fn hints_are_left_out_when_nothing_locks() {
+    // The unknown GPU fails every alternative: no build is proposed.
+    let r = resolve_toml(&spec(IDX, "driver = \"470.82.01\"\ngpus = [\"H10\"]"));
+    let hint = find(&r, codes::DRIVER_TOO_OLD).hint.clone().unwrap();
+    assert_eq!(hint, "upgrade the driver on the target machines");
+}
+
+fn unpinned_hint(body: &str, target: &str) -> String {
+    let t = table();
+    let errs = parse(&spec(body, target), Format::Toml, "spec.toml", &t).unwrap_err();
+    let d = errs
+        .diagnostics
+        .iter()
+        .find(|d| d.code == crate::core::spec::codes::UNPINNED_VERSION)
+        .unwrap();
+    d.hint.clone().unwrap()
+}
+
+#[test]
+fn an_unpinned_pytorch_is_hinted_with_the_newest_release_the_spec_locks_with() {
+    let drv = "driver = \"550.54.15\"";
+    // The pytorch channel ended with 2.5.1.
+    let h = unpinned_hint(
+        "python = \"3.11\"\npytorch = \"latest\"\npytorch-cuda = \"12.4\"",
+        drv,
+    );
+    assert!(h.contains("pytorch = \"2.5.1\""), "{h}");
+    // cu124 wheels stop at 2.6.
+    let h = unpinned_hint(
+        "python = \"3.11\"\npytorch = \"latest\"\ncuda = \"12.4\"",
+        drv,
+    );
+    assert!(h.contains("pytorch = \"2.6.0\""), "{h}");
+    // The user's range, with a pre-release bound.
+    let h = unpinned_hint(
+        "python = \"3.10\"\npytorch = \">=2.1,<2.6a0\"\ncuda = \"12.1\"",
+        drv,
+    );
+    assert!(h.contains("pytorch = \"2.5.1\""), "{h}");
+    // PyPI's 2.14.1 (CUDA 13) does not run on R550: 2.11.0's cu130 neither; 2.8.0's cu128 does
+    // through minor-version compatibility.
+    let body = "python = \"3.12\"\npytorch = \">=2.8\"";
+    let h = unpinned_hint(body, drv);
+    assert!(h.contains("pytorch = \"2.8.0\""), "{h}");
+    assert_hint_locks(&spec(body, drv), &h);
+    // Nothing in the range locks: no release is named.
+    let h = unpinned_hint(
+        "python = \"3.12\"\npytorch = \">=2.11\"\ncuda = \"12.4\"",
+        drv,
+    );
+    assert!(!h.contains("pytorch = "), "{h}");
+}
+
+#[test]
+fn a_gpu_minimum_the_table_doubts_is_still_bounded_by_its_architecture() {
+    let body = "python = \"3.11\"\npytorch = \"2.7.0\"\ncuda = \"12.8\"";
+    let with = |t: &Table, driver: &str| {
+        let text = spec(body, &format!("driver = \"{driver}\"\ngpus = [\"B200\"]"));
+        let s = parse(&text, Format::Toml, "spec.toml", t).unwrap();
+        resolve(&s, t, "0")
+    };
+    let mut t = table();
+    let b200 = t.gpu.iter_mut().find(|g| g.name == "B200").unwrap();
+    b200.confidence = crate::core::compat::Confidence::Unconfirmed;
+    // Above Blackwell's confirmed 570.26 but below the doubted B200 row (570.133.20): a warning.
+    let r = with(&t, "570.124.06");
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert!(find(&r, codes::UNCONFIRMED_FACT)
+        .message
+        .contains("570.133.20"));
+    // Below the architecture's own minimum: an error whatever the B200 row says.
+    let r = with(&t, "560.35.05");
+    assert!(find(&r, codes::DRIVER_TOO_OLD).is_error());
 }

@@ -41,7 +41,8 @@ pub(super) fn unpinned(s: &str) -> Option<&'static str> {
     None
 }
 
-/// Whether `v` satisfies a requirement such as `>=2.4`, `~=2.5`, `2.5`, `2.*`.
+/// Whether `v` (a final release) satisfies a requirement such as `>=2.4`, `~=2.5`, `2.5`,
+/// `2.*`, `<2.5a0`.
 fn satisfies(req: &str, v: &Version) -> bool {
     let req = req.trim();
     if req.is_empty()
@@ -55,6 +56,26 @@ fn satisfies(req: &str, v: &Version) -> bool {
         .all(|clause| satisfies_clause(clause.trim(), v))
 }
 
+/// A bound's release and whether it names a pre-release of it (`2.5a0`, `2.5.0rc1`,
+/// `2.5.dev0`): a pre-release sorts after every earlier release and before the release itself.
+fn bound(rest: &str) -> Option<(Version, bool)> {
+    if let Some(b) = Version::parse(rest) {
+        return Some((b, false));
+    }
+    let cut = rest.find(|c: char| c.is_ascii_alphabetic())?;
+    let release = rest[..cut].trim_end_matches('.');
+    let tag = &rest[cut..];
+    let known = [
+        "a", "b", "rc", "c", "dev", "alpha", "beta", "pre", "preview",
+    ]
+    .iter()
+    .any(|t| {
+        tag.strip_prefix(t)
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    known.then(|| Version::parse(release).map(|b| (b, true)))?
+}
+
 /// One comma-separated clause of a requirement.
 fn satisfies_clause(c: &str, v: &Version) -> bool {
     let (op, rest) = ["==", ">=", "<=", "~=", "!=", ">", "<", "^", "~", "="]
@@ -65,9 +86,18 @@ fn satisfies_clause(c: &str, v: &Version) -> bool {
         .trim_end_matches(".*")
         .trim_end_matches('*')
         .trim_end_matches('.');
-    let Some(b) = Version::parse(rest) else {
+    let Some((b, pre)) = bound(rest) else {
         return rest.is_empty();
     };
+    if pre {
+        // For a final release v: v > b's pre-release exactly when v >= b.
+        return match op {
+            ">=" | ">" | "~=" | "~" | "^" => *v >= b,
+            "<" | "<=" => *v < b,
+            "!=" => true,
+            _ => false,
+        };
+    }
     match op {
         ">=" => *v >= b,
         "<=" => *v <= b,
@@ -94,15 +124,47 @@ fn satisfies_clause(c: &str, v: &Version) -> bool {
     }
 }
 
-/// The newest torch in the table that satisfies `req` (and supports `python`, when known).
-fn newest_torch_fitting(table: &Table, req: &str, python: Option<&Version>) -> Option<Version> {
+/// The newest torch in the table that satisfies `req`, supports `python` (when known) and
+/// passes `fits` (the proof that the rest of the spec locks with it).
+pub(super) fn newest_torch_fitting(
+    table: &Table,
+    req: &str,
+    python: Option<&Version>,
+    fits: impl Fn(&Version) -> bool,
+) -> Option<Version> {
     table
         .torch
         .iter()
         .rev()
         .filter(|t| satisfies(req, &t.version))
-        .find(|t| python.is_none_or(|p| t.python.iter().any(|x| p.starts_with(x))))
-        .map(|t| t.version.clone())
+        .filter(|t| python.is_none_or(|p| t.python.iter().any(|x| p.starts_with(x))))
+        .map(|t| &t.version)
+        .find(|v| fits(v))
+        .cloned()
+}
+
+/// The hint of an unpinned `pytorch`: the release found by [`newest_torch_fitting`], or how to
+/// pin without one.
+pub(super) fn unpinned_torch_hint(found: Option<&Version>, python: Option<&Version>) -> String {
+    match found {
+        Some(v) => format!(
+            "pin it: pytorch = \"{v}\" is the newest that fits{}",
+            python.map(|p| format!(" python {p}")).unwrap_or_default()
+        ),
+        None => "pin an exact version; `envbuild table torch` lists them".into(),
+    }
+}
+
+/// `pytorch` as written.
+pub(super) enum TorchPin {
+    Exact(Version),
+    /// A requirement, not a release: `diag` is the index of its UNPINNED_VERSION error, whose
+    /// hint waits for the rest of the spec (see [`unpinned_torch_hint`]).
+    Range {
+        req: String,
+        diag: usize,
+    },
+    Invalid,
 }
 
 /// `python`: required, an exact `3.X` or `3.X.Y`. Checked before `pytorch`, whose hints it
@@ -166,13 +228,9 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Option<Versi
 }
 
 /// `pytorch`: required, an exact `X.Y.Z`. "2.5" or "latest" pass the character rules and
-/// ranges are reported as unpinned, hinted with the newest fitting release in the table.
-pub(super) fn pytorch(
-    cx: &mut Ctx,
-    raw: &RawSpec,
-    table: &Table,
-    python: Option<&Version>,
-) -> Option<Version> {
+/// ranges are reported as unpinned; their hint, the newest release that fits the whole spec,
+/// is added once the rest of the spec is validated.
+pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> TorchPin {
     let Some(t) = raw.pytorch.as_deref() else {
         cx.err(
             INVALID_SPEC,
@@ -186,33 +244,30 @@ pub(super) fn pytorch(
                     .unwrap_or_default()
             )),
         );
-        return None;
+        return TorchPin::Invalid;
     };
     if let Some(v) = Version::parse(t.trim()).filter(|v| v.len() == 3) {
-        return Some(v);
+        return TorchPin::Exact(v);
     }
     if !range_like(t) && !cx.safe("pytorch", t) {
-        return None;
+        return TorchPin::Invalid;
     }
     let why = if Version::parse(t.trim()).is_some() {
         "is not an exact version"
     } else {
         unpinned(t).unwrap_or("is not an exact version")
     };
-    let hint = match newest_torch_fitting(table, t, python) {
-        Some(v) => format!(
-            "pin it: pytorch = \"{v}\" is the newest that fits{}",
-            python.map(|p| format!(" python {p}")).unwrap_or_default()
-        ),
-        None => "pin an exact version; `envbuild table torch` lists them".into(),
-    };
+    let diag = cx.count();
     cx.err(
         UNPINNED_VERSION,
         "pytorch",
         format!("pytorch `{t}` {why}"),
-        Some(hint),
+        None,
     );
-    None
+    TorchPin::Range {
+        req: t.to_string(),
+        diag,
+    }
 }
 
 /// A CUDA `major.minor` key (`pytorch-cuda`, `cuda`); `what` names it in hints.
@@ -279,5 +334,16 @@ mod tests {
         assert!(satisfies("^2.1", &v("2.9.0")));
         assert!(satisfies(">=2.1,<2.4", &v("2.3.1")));
         assert!(satisfies("latest", &v("1.0")));
+    }
+
+    #[test]
+    fn pre_release_bounds_compare_with_final_releases() {
+        // `<2.5a0` excludes 2.5.0 and every pre-release of it, keeps 2.4.x.
+        assert!(satisfies(">=2.3,<2.5a0", &v("2.4.1")));
+        assert!(!satisfies(">=2.3,<2.5a0", &v("2.5.0")));
+        assert!(satisfies(">=2.5rc1", &v("2.5.0")));
+        assert!(!satisfies(">=2.5.dev0", &v("2.4.1")));
+        assert!(!satisfies("==2.5a0", &v("2.5.0")));
+        assert!(!satisfies("<2.5xyz", &v("2.4.1")));
     }
 }

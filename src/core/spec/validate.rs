@@ -3,12 +3,14 @@
 //! in the order the keys are checked, not only the first. This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
+use super::pins::TorchPin;
 use super::raw::RawSpec;
 use super::safety::{is_name, refusal};
 use super::{image, packages, pins, run, sources, target};
 use super::{Locator, Spec, SpecErrors};
 use crate::core::compat::Table;
 use crate::core::diag::Diagnostic;
+use crate::core::version::Version;
 
 /// The problems found so far, located in the spec text.
 pub(super) struct Ctx<'a> {
@@ -27,6 +29,18 @@ impl Ctx<'_> {
         let mut d = Diagnostic::error(code, message).with_location(self.loc.find(key));
         d.hint = hint;
         self.diags.push(d);
+    }
+
+    /// How many problems were found so far (the index the next one gets).
+    pub(super) fn count(&self) -> usize {
+        self.diags.len()
+    }
+
+    /// Give the problem at `index` its hint.
+    fn set_hint(&mut self, index: usize, hint: String) {
+        if let Some(d) = self.diags.get_mut(index) {
+            d.hint = Some(hint);
+        }
     }
 
     /// Refuse characters that could end a Dockerfile line, a YAML scalar or a shell word (see
@@ -51,7 +65,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let name = name(cx, raw.name.as_deref());
     // Python first: its value sharpens the hints for an unpinned pytorch.
     let python = pins::python(cx, &raw, table);
-    let pytorch = pins::pytorch(cx, &raw, table, python.as_ref());
+    let pytorch = pins::pytorch(cx, &raw, table);
     let pytorch_cuda = pins::cuda_version(
         cx,
         "pytorch-cuda",
@@ -66,27 +80,43 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
 
-    let spec = match (python, pytorch, source, target) {
-        (Some(python), Some(pytorch), Some(source), Some(target)) => Some(Spec {
+    // The spec with a given torch, when the keys resolution needs are valid.
+    let with_torch = |pytorch: Version| -> Option<Spec> {
+        let (python, source, target) = (python.clone()?, source?, target.clone()?);
+        Some(Spec {
             // A bad name does not stop resolution: report its problems in the same run.
-            name: name.unwrap_or_else(|| "invalid-name".to_string()),
-            channels: channels.unwrap_or_else(|| {
+            name: name.clone().unwrap_or_else(|| "invalid-name".to_string()),
+            channels: channels.clone().unwrap_or_else(|| {
                 super::default_channels(source, &pytorch, pytorch_cuda.as_ref())
             }),
             python,
             pytorch,
             source,
-            pytorch_cuda,
-            cuda,
+            pytorch_cuda: pytorch_cuda.clone(),
+            cuda: cuda.clone(),
             torchvision: raw.torchvision.unwrap_or(true),
             torchaudio: raw.torchaudio.unwrap_or(true),
-            conda,
-            pip,
+            conda: conda.clone(),
+            pip: pip.clone(),
             target,
-            image,
-            run,
-        }),
-        _ => None,
+            image: image.clone(),
+            run: run.clone(),
+        })
+    };
+    let spec = match pytorch {
+        TorchPin::Exact(v) => with_torch(v),
+        TorchPin::Range { req, diag } => {
+            // The hint is a claim: the release it names must lock with the rest of the spec.
+            let found = pins::newest_torch_fitting(table, &req, python.as_ref(), |v| {
+                with_torch(v.clone()).is_some_and(|s| crate::core::resolve::locks(&s, table))
+            });
+            cx.set_hint(
+                diag,
+                pins::unpinned_torch_hint(found.as_ref(), python.as_ref()),
+            );
+            None
+        }
+        TorchPin::Invalid => None,
     };
     finish(std::mem::take(&mut cx.diags), spec)
 }

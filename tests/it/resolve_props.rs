@@ -1,0 +1,498 @@
+//! Property tests of resolution against the real, embedded table, over specs generated from the
+//! grammar (sources, releases and ranges, CUDA selectors, drivers, GPUs, Pythons, platforms):
+//! every spec that locks satisfies every confirmed fact of the table, and every hint that names
+//! values, applied to the spec, locks it without an error. Case counts are bounded so CI time
+//! stays fixed.
+
+use envbuild::core::compat::{variant_of, Confidence, Table};
+use envbuild::core::lock::{DriverMode, Lock};
+use envbuild::core::resolve::resolve;
+use envbuild::core::spec::{parse, Format, Platform, Source, Spec};
+use envbuild::core::version::{Cc, Version};
+use proptest::prelude::*;
+use std::sync::OnceLock;
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| Table::embedded().expect("embedded table"))
+}
+
+fn v(s: &str) -> Version {
+    Version::parse(s).unwrap()
+}
+
+/// A generated spec, as the keys of its file.
+#[derive(Debug, Clone)]
+struct Gen {
+    python: &'static str,
+    pytorch: String,
+    /// 0 PyPI, 1 index (inferred), 2 index (named), 3 conda-forge, 4 pytorch channel.
+    source: u8,
+    cuda: String,
+    driver: Option<&'static str>,
+    gpus: Vec<&'static str>,
+    platform: &'static str,
+    glibc: Option<&'static str>,
+    forward_compat: bool,
+}
+
+impl Gen {
+    fn text(&self) -> String {
+        let mut s = format!(
+            "name = \"p\"\npython = \"{}\"\npytorch = \"{}\"\n",
+            self.python, self.pytorch
+        );
+        match self.source {
+            0 => {}
+            1 => s.push_str(&format!("cuda = \"{}\"\n", self.cuda)),
+            2 => s.push_str(&format!(
+                "source = \"pytorch-index\"\ncuda = \"{}\"\n",
+                self.cuda
+            )),
+            3 => s.push_str(&format!(
+                "channels = [\"conda-forge\"]\ncuda = \"{}\"\n",
+                self.cuda
+            )),
+            _ => s.push_str(&format!("pytorch-cuda = \"{}\"\n", self.cuda)),
+        }
+        s.push_str(&format!("\n[target]\nplatform = \"{}\"\n", self.platform));
+        if let Some(d) = self.driver {
+            s.push_str(&format!("driver = \"{d}\"\n"));
+        }
+        if !self.gpus.is_empty() {
+            let g: Vec<String> = self.gpus.iter().map(|g| format!("\"{g}\"")).collect();
+            s.push_str(&format!("gpus = [{}]\n", g.join(", ")));
+        }
+        if let Some(g) = self.glibc {
+            s.push_str(&format!("glibc = \"{g}\"\n"));
+        }
+        if self.forward_compat {
+            s.push_str("forward-compat = true\n");
+        }
+        s
+    }
+}
+
+fn torch_versions() -> Vec<String> {
+    let mut out: Vec<String> = table()
+        .torch
+        .iter()
+        .map(|t| t.version.to_string())
+        .collect();
+    // Ranges and floating versions, whose hint names a release.
+    for r in [
+        "latest",
+        ">=2.3,<2.5a0",
+        "2.*",
+        ">=2.0,<2.6",
+        "~=2.5.0",
+        "<2.7",
+        "2.9",
+    ] {
+        out.push(r.into());
+    }
+    out
+}
+
+fn gen() -> impl Strategy<Value = Gen> {
+    let cudas = vec![
+        "10.2", "11.8", "12.1", "12.4", "12.6", "12.8", "12.9", "13.0", "13.2",
+    ];
+    let drivers = vec![
+        "418.87.01",
+        "450.80.02",
+        "470.82.01",
+        "525.60.13",
+        "535.104.05",
+        "550.54.15",
+        "560.35.05",
+        "570.124.06",
+        "575.57.08",
+        "580.65.06",
+        "580.95.05",
+        "590.44.01",
+        "595.45.04",
+    ];
+    let gpus = vec![
+        "K80",
+        "P100",
+        "V100",
+        "T4",
+        "A100",
+        "RTX 4090",
+        "H100",
+        "B200",
+        "RTX 5090",
+        "8.6",
+        "12.1",
+        "Jetson Thor",
+    ];
+    let pythons = vec!["3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"];
+    let platforms = vec![
+        "linux-64",
+        "linux-64",
+        "linux-64",
+        "linux-64",
+        "win-64",
+        "linux-aarch64",
+    ];
+    (
+        prop::sample::select(pythons),
+        prop::sample::select(torch_versions()),
+        0u8..5,
+        prop::sample::select(cudas),
+        prop::option::weighted(0.85, prop::sample::select(drivers)),
+        prop::collection::vec(prop::sample::select(gpus), 0..3),
+        prop::sample::select(platforms),
+        prop::option::weighted(0.2, prop::sample::select(vec!["2.17", "2.28", "2.35"])),
+        prop::bool::weighted(0.1),
+    )
+        .prop_map(
+            |(python, pytorch, source, cuda, driver, gpus, platform, glibc, forward_compat)| Gen {
+                python,
+                pytorch,
+                source,
+                cuda: cuda.to_string(),
+                driver,
+                gpus,
+                platform,
+                glibc,
+                forward_compat,
+            },
+        )
+        // Mostly a CUDA the release publishes from that source, so that many specs lock.
+        .prop_flat_map(|g| {
+            (
+                Just(g),
+                any::<prop::sample::Index>(),
+                prop::bool::weighted(0.75),
+            )
+        })
+        .prop_map(|(mut g, i, real)| {
+            let published = published_cuda(&g);
+            if real && !published.is_empty() {
+                g.cuda = i.get(&published).clone();
+            }
+            g
+        })
+}
+
+/// The CUDA selectors the generated release publishes from the generated source.
+fn published_cuda(g: &Gen) -> Vec<String> {
+    let Some(t) = Version::parse(&g.pytorch).and_then(|p| table().torch_row(&p)) else {
+        return Vec::new();
+    };
+    let list: Vec<Version> = match g.source {
+        1 | 2 => t
+            .variants
+            .iter()
+            .filter_map(|var| envbuild::core::compat::variant_cuda(var))
+            .collect(),
+        3 => t.conda_forge.clone(),
+        4 => t.pytorch_channel.clone(),
+        _ => Vec::new(),
+    };
+    list.iter().map(|v| v.to_string()).collect()
+}
+
+/// The spec text changed as one alternative of a hint says: its `key = "value"` (or
+/// `key = [...]`) assignments set, its `without key` keys removed.
+fn apply(text: &str, alternative: &str) -> String {
+    let mut doc: toml::Table = toml::from_str(text).unwrap();
+    let mut rest = alternative;
+    while let Some(i) = rest.find(" = ") {
+        let key: String = rest[..i]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect::<String>()
+            .chars()
+            .rev()
+            .collect();
+        let after = &rest[i + 3..];
+        let close = if after.starts_with('[') { ']' } else { '"' };
+        let end = after[1..].find(close).unwrap() + 2;
+        let value: toml::Table = toml::from_str(&format!("v = {}", &after[..end])).unwrap();
+        doc.insert(key, value["v"].clone());
+        rest = &after[end..];
+    }
+    if let Some((_, gone)) = alternative.split_once(" without ") {
+        for key in gone.split(" or ") {
+            doc.remove(key.split([':', ' ']).next().unwrap());
+        }
+    }
+    toml::to_string(&doc).unwrap()
+}
+
+/// The alternatives a hint proposes, when it proposes values (`use key = "value"`,
+/// `pin it: key = "value"`); hints with "e.g." show syntax and claim nothing.
+fn proposals(hint: &str) -> Vec<&str> {
+    let body = match hint
+        .strip_prefix("use ")
+        .or_else(|| hint.strip_prefix("pin it: "))
+    {
+        Some(b) if b.contains(" = ") => b,
+        _ => return Vec::new(),
+    };
+    let body = body.split(": it satisfies").next().unwrap();
+    body.split(", or ").filter(|a| a.contains(" = ")).collect()
+}
+
+fn assert_locks(text: &str, why: &str) {
+    let spec = parse(text, Format::Toml, "hinted", table())
+        .unwrap_or_else(|e| panic!("{why}: the hinted spec does not parse:\n{text}\n{e}"));
+    let r = resolve(&spec, table(), "0");
+    assert!(
+        r.lock.is_some() && !r.has_errors(),
+        "{why}: the hinted spec does not lock:\n{text}\n{:#?}",
+        r.diagnostics
+    );
+}
+
+/// A cubin sm_XY serves sm_XZ with Z >= Y (same major); PTX compute_XY serves XY and higher.
+fn served(cubins: &[Cc], ptx: &[Cc], device: Cc) -> bool {
+    cubins
+        .iter()
+        .any(|c| c.major == device.major && c.minor <= device.minor)
+        || ptx.iter().any(|p| *p <= device)
+}
+
+fn has_cubin(cubins: &[Cc], device: Cc) -> bool {
+    served(cubins, &[], device)
+}
+
+/// The build's GPU code on linux-64 at its most generous reading (entries in doubt present;
+/// unknown PTX as any architecture of the build), when the list as a whole is confirmed.
+fn build_code(spec: &Spec, lock: &Lock) -> Option<(Vec<Cc>, Vec<Cc>)> {
+    let series = v(&v(&lock.packages["torch"]).major_minor());
+    let (arch, ptx, confidence, ptx_confidence) = match spec.source {
+        Source::CondaForge => {
+            let b = table().conda_forge_build(&v(&lock.cuda))?;
+            (b.arch.clone(), b.ptx.clone(), b.confidence, b.confidence)
+        }
+        _ => {
+            let variant = match spec.source {
+                Source::PytorchChannel => variant_of(spec.pytorch_cuda.as_ref()?),
+                _ => lock.cuda_variant.clone()?,
+            };
+            let w = table().wheel_row(&series, &variant)?;
+            (
+                w.arch.clone(),
+                w.ptx.clone(),
+                w.confidence,
+                w.ptx_confidence,
+            )
+        }
+    };
+    if confidence == Confidence::Unconfirmed {
+        return None;
+    }
+    let ptx = if ptx_confidence == Confidence::Unconfirmed {
+        arch.clone()
+    } else {
+        ptx
+    };
+    Some((arch, ptx))
+}
+
+/// A lock breaks no confirmed fact of the table.
+fn check_lock(spec: &Spec, lock: &Lock) {
+    let t = table();
+    let torch = t.torch_row(&v(&lock.packages["torch"])).unwrap();
+    let py = v(&spec.python.major_minor());
+    assert!(
+        torch.python.contains(&py),
+        "Python {py} with torch {}",
+        torch.version
+    );
+    let os = spec.target.platform.os();
+    let cuda = v(&lock.cuda);
+    let native = t.toolkit_driver(&cuda, os);
+    let floor = t.family_floor(cuda.major(), os);
+    let confirmed = |c: Confidence| c != Confidence::Unconfirmed;
+    if let Some(d) = &spec.target.driver {
+        if lock.driver_mode != Some(DriverMode::ForwardCompat) {
+            match &floor {
+                // Nothing below the family floor runs any toolkit of the family.
+                Some(f) if confirmed(f.confidence) => {
+                    assert!(
+                        *d >= f.version,
+                        "driver {d} below the {} floor {}",
+                        cuda.major(),
+                        f.version
+                    )
+                }
+                None => {
+                    if let Some(n) = native.as_ref().filter(|n| confirmed(n.confidence)) {
+                        assert!(
+                            *d >= n.version,
+                            "driver {d} below CUDA {cuda}'s {}",
+                            n.version
+                        )
+                    }
+                }
+                _ => {}
+            }
+            if let Some(n) = native.as_ref().filter(|n| confirmed(n.confidence)) {
+                if lock.driver_mode == Some(DriverMode::Native) {
+                    assert!(
+                        *d >= n.version,
+                        "native mode with driver {d} < {}",
+                        n.version
+                    );
+                }
+            }
+        }
+        for g in &spec.target.gpus {
+            let m = t.find_gpu(g).unwrap();
+            let min = m
+                .row
+                .filter(|r| confirmed(r.confidence))
+                .and_then(|r| r.min_driver.clone());
+            if let Some(min) = min {
+                assert!(*d >= min, "{g} needs driver {min}, the target has {d}");
+            }
+        }
+    }
+    if spec.target.platform != Platform::Linux64 {
+        return;
+    }
+    let Some((cubins, ptx)) = build_code(spec, lock) else {
+        return;
+    };
+    let certainly_minor_compat = spec.target.driver.as_ref().is_some_and(|d| {
+        !spec.target.forward_compat
+            && native
+                .as_ref()
+                .is_some_and(|n| confirmed(n.confidence) && *d < n.version)
+    });
+    for g in &spec.target.gpus {
+        let cc = t.find_gpu(g).unwrap().cc;
+        assert!(
+            served(&cubins, &ptx, cc),
+            "{g} ({cc}) has no kernel in {cubins:?} + PTX {ptx:?}"
+        );
+        // PTX JIT needs the native driver.
+        assert!(
+            has_cubin(&cubins, cc) || !certainly_minor_compat,
+            "{g} ({cc}) runs only through PTX, under minor-version compatibility"
+        );
+    }
+    if let (Some(g), Source::PytorchIndex | Source::Pypi) = (&spec.target.glibc, spec.source) {
+        if confirmed(torch.glibc_confidence) {
+            assert!(*g >= v(&lock.glibc_min), "glibc {g} < {}", lock.glibc_min);
+        }
+    }
+}
+
+fn check(g: &Gen) {
+    let text = g.text();
+    let spec = match parse(&text, Format::Toml, "p", table()) {
+        Ok(s) => s,
+        Err(e) => {
+            for d in e.diagnostics.iter().filter(|d| d.is_error()) {
+                for alt in d.hint.as_deref().map(proposals).unwrap_or_default() {
+                    assert_locks(&apply(&text, alt), &format!("{}: {alt}\n{text}", d.code));
+                }
+            }
+            return;
+        }
+    };
+    let r = resolve(&spec, table(), "0");
+    if let (Some(lock), false) = (&r.lock, r.has_errors()) {
+        check_lock(&spec, lock);
+    }
+    for d in r.diagnostics.iter().filter(|d| d.is_error()) {
+        for alt in d.hint.as_deref().map(proposals).unwrap_or_default() {
+            assert_locks(&apply(&text, alt), &format!("{}: {alt}\n{text}", d.code));
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn locks_keep_confirmed_facts_and_hints_lock(g in gen()) {
+        check(&g);
+    }
+}
+
+#[test]
+fn the_known_wrong_cases_now_fail() {
+    // torch 2.8.0 cu128 starts at sm_70: no PTX of it could serve a P100 (sm_60).
+    let p100 = Gen {
+        python: "3.11",
+        pytorch: "2.8.0".into(),
+        source: 1,
+        cuda: "12.8".into(),
+        driver: Some("570.124.06"),
+        gpus: vec!["P100"],
+        platform: "linux-64",
+        glibc: None,
+        forward_compat: false,
+    };
+    // PyPI's 2.14.1 is CUDA 13: below the confirmed 13.x floor on R550.
+    let pypi = Gen {
+        python: "3.12",
+        pytorch: "2.14.1".into(),
+        source: 0,
+        driver: Some("550.54.15"),
+        gpus: vec![],
+        ..p100.clone()
+    };
+    for (g, code) in [(p100, "ARCH_NOT_IN_WHEEL"), (pypi, "DRIVER_TOO_OLD")] {
+        let spec = parse(&g.text(), Format::Toml, "p", table()).unwrap();
+        let r = resolve(&spec, table(), "0");
+        assert!(r.lock.is_none(), "{g:?} locked");
+        assert!(
+            r.diagnostics.iter().any(|d| d.code == code && d.is_error()),
+            "{:#?}",
+            r.diagnostics
+        );
+        check(&g);
+    }
+}
+
+#[test]
+fn an_unpinned_pytorch_gets_the_newest_release_of_its_range_that_locks() {
+    let base = Gen {
+        python: "3.10",
+        pytorch: ">=2.3,<2.5a0".into(),
+        source: 1,
+        cuda: "12.1".into(),
+        driver: Some("535.104.05"),
+        gpus: vec!["A100"],
+        platform: "linux-64",
+        glibc: None,
+        forward_compat: false,
+    };
+    let hint = |g: &Gen| {
+        let e = parse(&g.text(), Format::Toml, "p", table()).unwrap_err();
+        e.diagnostics[0].hint.clone().unwrap()
+    };
+    assert!(
+        hint(&base).contains("pytorch = \"2.4.1\""),
+        "{}",
+        hint(&base)
+    );
+    // On the pytorch channel, never above its last release.
+    let channel = Gen {
+        pytorch: "latest".into(),
+        source: 4,
+        ..base.clone()
+    };
+    let last = table()
+        .channel_row("pytorch")
+        .unwrap()
+        .last_torch
+        .clone()
+        .unwrap();
+    assert!(
+        hint(&channel).contains(&format!("pytorch = \"{last}\"")),
+        "{}",
+        hint(&channel)
+    );
+    check(&base);
+    check(&channel);
+}
