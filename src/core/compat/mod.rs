@@ -614,6 +614,21 @@ impl Table {
         best
     }
 
+    /// The lowest driver that runs every X.Y.z runtime of `cuda`'s minor natively: the driver of
+    /// the minor's first toolkit (X.Y.0's, or the lowest X.Y row known). A driver reporting CUDA
+    /// X.Y runs all X.Y updates; a later update's bundled driver is not a higher floor for
+    /// running applications (checked against real images, the table's `nv-toolkit-driver`
+    /// release notes list each update's bundled driver).
+    pub fn native_driver(&self, cuda: &Version, os: Os) -> Option<DriverReq> {
+        let minor = Version::parse(&cuda.major_minor())?;
+        let first = self
+            .cuda
+            .iter()
+            .filter(|r| r.version.starts_with(&minor))
+            .min_by(|a, b| a.version.cmp(&b.version))?;
+        self.toolkit_driver(&first.version, os)
+    }
+
     /// The lowest driver that runs builds of this CUDA major through minor-version
     /// compatibility; `None` before CUDA 11 (no minor-version compatibility).
     pub fn family_floor(&self, major: u64, os: Os) -> Option<DriverReq> {

@@ -91,6 +91,32 @@ fn toolkit_drivers_follow_nvidia_table() {
     assert!(t.toolkit_driver(&v("13.0.0"), Os::Windows).is_none());
 }
 
+/// A driver that reports CUDA X.Y runs every X.Y.z natively: the native floor is the minor's
+/// first toolkit's driver, whatever update the build used or the table's patch precision.
+#[test]
+fn native_floor_is_the_minor_s_first_toolkit_driver() {
+    let t = Table::embedded().unwrap();
+    for (cuda, first) in [
+        ("12.8.1", "12.8.0"),
+        ("12.8", "12.8.0"),
+        ("13.0.3", "13.0.0"),
+        ("11.8.0", "11.8.0"),
+    ] {
+        assert_eq!(
+            t.native_driver(&v(cuda), Os::Linux).map(|d| d.version),
+            t.toolkit_driver(&v(first), Os::Linux).map(|d| d.version),
+            "{cuda}"
+        );
+    }
+    assert_eq!(
+        t.native_driver(&v("13.0.3"), Os::Linux)
+            .unwrap()
+            .version
+            .as_str(),
+        "580.65.06"
+    );
+}
+
 #[test]
 fn minor_version_floors_exist_from_cuda_11_only() {
     let t = table();

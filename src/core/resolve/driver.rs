@@ -25,7 +25,7 @@ pub(super) struct DriverFacts {
 
 pub(super) fn facts(table: &Table, build: &Build, os: Os) -> DriverFacts {
     DriverFacts {
-        native: table.toolkit_driver(&build.cuda, os),
+        native: table.native_driver(&build.cuda, os),
         floor: table.family_floor(build.cuda.major(), os),
         floor_lowest: table.first_driver_reporting(build.cuda.major()),
     }
