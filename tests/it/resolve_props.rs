@@ -307,7 +307,7 @@ fn check_lock(spec: &Spec, lock: &Lock) {
     );
     let os = spec.target.platform.os();
     let cuda = v(&lock.cuda);
-    let native = t.toolkit_driver(&cuda, os);
+    let native = t.native_driver(&cuda, os);
     let floor = t.family_floor(cuda.major(), os);
     let confirmed = |c: Confidence| c != Confidence::Unconfirmed;
     if let Some(d) = &spec.target.driver {

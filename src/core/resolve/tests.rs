@@ -409,12 +409,18 @@ fn unconfirmed_facts_warn_but_never_fail() {
     let r = resolve_toml(&spec(body, "driver = \"470.82.01\"\ngpus = [\"K80\"]"));
     assert!(!r.has_errors(), "{:#?}", r.diagnostics);
     assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("sm_37"));
-    // 13.0.3's native driver is borrowed from 13.0.2 and marked unconfirmed.
+    // 13.0.3's own driver is borrowed from 13.0.2 and unconfirmed, but a driver that runs
+    // 13.0.0 natively runs every 13.0 update natively: nothing rests on the doubtful row.
     let r = resolve_toml(&spec(
         "python = \"3.12\"\npytorch = \"2.14.1\"\ncuda = \"13.0\"",
         "driver = \"580.95.05\"",
     ));
-    assert!(find(&r, codes::UNCONFIRMED_FACT).message.contains("13.0.3"));
+    assert!(
+        !codes(&r).contains(&codes::UNCONFIRMED_FACT),
+        "{:#?}",
+        r.diagnostics
+    );
+    assert_eq!(r.lock.unwrap().driver_mode, Some(DriverMode::Native));
 }
 
 /// The lock records which of the build's facts rest on unconfirmed rows, so the smoke test can
