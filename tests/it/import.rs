@@ -210,3 +210,13 @@ fn a_requirements_file_with_pytorch_s_index_imports_with_the_python_given() {
     assert!(err.contains("requirements.txt:4:1"), "{err}");
     locks(&spec);
 }
+
+#[test]
+fn versions_with_an_epoch_are_versions() {
+    // PEP 440 and conda write an epoch as `N!` before the version (conda-forge's x264).
+    let (code, spec, err) = import_fixture("epoch.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("\"x264=1!164.3095\""), "{spec}");
+    assert!(spec.contains("\"tzdata==1!2024.1\""), "{spec}");
+    locks(&spec);
+}
