@@ -220,3 +220,28 @@ fn versions_with_an_epoch_are_versions() {
     assert!(spec.contains("\"tzdata==1!2024.1\""), "{spec}");
     locks(&spec);
 }
+
+#[test]
+fn an_empty_list_item_is_a_note_at_its_line_not_a_broken_file() {
+    // `- # av==14.4.0` is a package commented out where it stood: YAML reads the item as null.
+    let (code, spec, err) = import_fixture("null-item.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for (item, line) in [("- # numpy=1.26.4", 9), ("- # av==14.4.0", 12), ("-", 13)] {
+        assert!(
+            err.contains(&format!("`{item}` is not carried over"))
+                && err.contains(&format!("null-item.yml:{line}:1")),
+            "{item}: {err}"
+        );
+    }
+    assert!(
+        err.contains("IMPORT_DROPPED") && !err.contains("untagged"),
+        "{err}"
+    );
+    // The items after the empty ones keep their own lines and pins.
+    assert!(spec.contains("\"einops==0.7.0\"") && spec.contains("\"tqdm==4.66.1\""));
+    assert!(
+        !spec.contains("\"av==") && !spec.contains("\"numpy="),
+        "{spec}"
+    );
+    locks(&spec);
+}

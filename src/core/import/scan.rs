@@ -106,6 +106,26 @@ impl<'a> Scan<'a> {
         });
     }
 
+    /// An item YAML reads as null: a dash with nothing after it but, usually, a comment (a
+    /// package commented out where it stood). Nothing to install; said at its line.
+    pub(super) fn null_item(&mut self) {
+        let hit = self.items[self.cursor..]
+            .iter()
+            .position(|(_, t)| t.is_empty() || t.starts_with('#'));
+        self.line = hit.map(|i| {
+            self.cursor += i + 1;
+            self.items[self.cursor - 1].0
+        });
+        let shown = match self.line.and_then(|_| self.items.get(self.cursor - 1)) {
+            Some((_, t)) if !t.is_empty() => format!("- {t}"),
+            _ => "-".to_string(),
+        };
+        self.drop_item(
+            &shown,
+            "the list item is empty (YAML reads a dash with only a comment after it as null: a package commented out where it stood), so there is no package in it",
+        );
+    }
+
     /// An error at the current item.
     pub(super) fn error(&mut self, d: Diagnostic) {
         self.error_at(self.line, d);
