@@ -245,3 +245,41 @@ fn an_empty_list_item_is_a_note_at_its_line_not_a_broken_file() {
     );
     locks(&spec);
 }
+
+#[test]
+fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
+    let (code, spec, err) = import_fixture("requirement-options.txt", &["--python", "3.11"]);
+    assert_eq!(code, Some(0), "{err}");
+    // The requirement before the options is read: torch is pinned, its variant named.
+    assert!(!err.contains("not pinned"), "{err}");
+    assert!(
+        spec.contains("pytorch = \"2.1.2\"")
+            && spec.contains("source = \"pytorch-index\"")
+            && spec.contains("cuda = \"12.1\""),
+        "{spec}"
+    );
+    assert!(spec.contains("\"einops==0.7.0\"") && spec.contains("\"tqdm==4.66.1\""));
+    // Each option is said at its line: PyTorch's index is read, the hash and another
+    // find-links location are not carried over.
+    for (what, line) in [
+        (
+            "`--index-url https://download.pytorch.org/whl/cu121` after",
+            2,
+        ),
+        ("`--hash=sha256:", 4),
+        ("`--find-links https://example.org/wheels`", 5),
+    ] {
+        assert!(err.contains(what), "{what}: {err}");
+        assert!(
+            err.contains(&format!("requirement-options.txt:{line}:1")),
+            "{line}: {err}"
+        );
+    }
+    // Only the notes (comments) mention them; no spec value does.
+    let values: String = spec.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(
+        !values.contains("--") && !values.contains("example.org"),
+        "{spec}"
+    );
+    locks(&spec);
+}
