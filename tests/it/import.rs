@@ -283,3 +283,33 @@ fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
     );
     locks(&spec);
 }
+
+#[test]
+fn an_unpinned_cuda_selector_is_named_unpinned_with_the_cuda_versions_of_that_torch() {
+    let (code, _, err) = import_fixture("unpinned-selector.yml", &[]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("UNPINNED_VERSION") && err.contains("`cudatoolkit`"),
+        "{err}"
+    );
+    assert!(err.contains("unpinned-selector.yml:7:1"), "{err}");
+    // torch 1.13 was built on the pytorch channel for CUDA 11.6 and 11.7.
+    assert!(err.contains("11.6, 11.7"), "{err}");
+    assert!(!err.contains("no CUDA selector"), "{err}");
+}
+
+#[test]
+fn a_pytorch_channel_build_string_names_its_cuda() {
+    // `py3.10_cuda11.7_cudnn8.5.0_0`: the channel's builds named their CUDA before pytorch-cuda.
+    let (code, spec, err) = import_fixture("channel-build.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        spec.contains("source = \"pytorch-channel\"") && spec.contains("pytorch-cuda = \"11.7\""),
+        "{spec}"
+    );
+    assert!(
+        err.contains("channel-build.yml:8:1") && err.contains("CUDA 11.7"),
+        "{err}"
+    );
+    locks(&spec);
+}

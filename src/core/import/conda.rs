@@ -6,7 +6,7 @@ use super::codes::IMPORT_CHANGED;
 use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
-use crate::core::spec::codes::INVALID_SPEC;
+use crate::core::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
 use crate::core::spec::{parse_conda_pkg, CondaPkg, PkgParse, Source};
 use crate::core::version::Version;
 
@@ -32,6 +32,17 @@ pub(super) fn dep(scan: &mut Scan, s: &str) {
                 return;
             }
             if name == "cpuonly" {
+                return;
+            }
+            // Its hint names the CUDA versions of the torch pinned, known at the end.
+            if matches!(
+                name.as_str(),
+                "cudatoolkit" | "pytorch-cuda" | "cuda-version"
+            ) {
+                let line = scan.line;
+                let f = &mut scan.found;
+                f.unpinned_selector
+                    .get_or_insert((s.to_string(), name, line));
                 return;
             }
             if let Some(c) = scan.found.companion(&name) {
@@ -83,10 +94,13 @@ fn pinned(scan: &mut Scan, s: &str, p: CondaPkg) {
         }
         "pytorch" => {
             f.pytorch = Some((p.version.clone(), line));
-            // conda-forge build strings name the CUDA: cuda129_mkl_...
-            if let Some(v) = build_string(s).and_then(build_cuda) {
+            // conda-forge build strings name the CUDA (cuda129_mkl_...), and so do the
+            // pytorch channel's (py3.7_cuda9.0.176_cudnn7.1.2_2).
+            let build = build_string(s);
+            if let Some(v) = build.and_then(build_cuda) {
                 f.conda_cuda.get_or_insert(v);
             }
+            f.build_cuda = build.and_then(channel_build_cuda);
         }
         "pytorch-cuda" => f.pytorch_channel_selector = Some(major_minor(&p.version)),
         "cudatoolkit" => {
@@ -151,6 +165,54 @@ fn build_cuda(build: &str) -> Option<String> {
     variant_cuda(&format!("cu{digits}")).map(|v| v.to_string())
 }
 
+/// `py3.7_cuda9.0.176_cudnn7.1.2_2` → `9.0`: the pytorch channel's builds before
+/// `pytorch-cuda` named the CUDA they were built with.
+fn channel_build_cuda(build: &str) -> Option<String> {
+    build
+        .split('_')
+        .filter_map(|part| part.strip_prefix("cuda"))
+        .find(|v| v.contains('.'))
+        .and_then(Version::parse)
+        .map(|v| v.major_minor())
+}
+
+/// A CUDA selector listed without a version: the error names the CUDA versions the pinned
+/// pytorch is built for.
+fn unpinned_selector(scan: &mut Scan, item: &str, name: &str, line: Option<usize>) {
+    let row = scan
+        .found
+        .pytorch
+        .as_ref()
+        .and_then(|(v, _)| Version::parse(v))
+        .and_then(|v| scan.table.torch_row(&v));
+    let (cudas, channel) = match (row, name) {
+        (Some(r), "cuda-version") => (&r.conda_forge, "conda-forge"),
+        (Some(r), _) => (&r.pytorch_channel, "the pytorch channel"),
+        (None, _) => (&Vec::new(), ""),
+    };
+    let hint = match (row, cudas.last()) {
+        (Some(r), Some(newest)) => {
+            let list: Vec<String> = cudas.iter().map(|c| c.major_minor()).collect();
+            format!(
+                "pin it, e.g. `{name}={}`: pytorch {} is built for CUDA {} on {channel}",
+                newest.major_minor(),
+                r.version,
+                list.join(", ")
+            )
+        }
+        _ => format!("pin it, e.g. `{name}=<X.Y>`; `envbuild table` lists the CUDA versions of each PyTorch release"),
+    };
+    let d = Diagnostic::error(
+        UNPINNED_VERSION,
+        format!(
+            "`{item}` in {} is the CUDA selector of pytorch, but not pinned",
+            scan.shown_file()
+        ),
+    )
+    .with_hint(hint);
+    scan.error_at(line, d);
+}
+
 /// The source and torch version, from what the file pins: a conda pytorch needs a CUDA
 /// selector (pytorch-cuda/cudatoolkit, or conda-forge's cuda-version or pytorch-gpu); a pip
 /// torch comes from the wheel index when a variant was named, else PyPI.
@@ -161,6 +223,19 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
             f.pytorch = Some((v.clone(), None));
         }
     }
+    let selector_unpinned = f.unpinned_selector.take();
+    if let Some((item, name, line)) = &selector_unpinned {
+        unpinned_selector(scan, item, name, *line);
+    }
+    let f = &mut scan.found;
+    if let (None, None, Some(cuda)) = (&f.pytorch_channel_selector, &f.conda_cuda, &f.build_cuda) {
+        let cuda = cuda.clone();
+        f.pytorch_channel_selector = Some(cuda.clone());
+        let line = f.pytorch.as_ref().and_then(|p| p.1);
+        scan.line = line;
+        scan.note(IMPORT_CHANGED, format!("the pytorch build string names CUDA {cuda} (the pytorch channel's builds did before `pytorch-cuda`); the spec writes it as `pytorch-cuda = \"{cuda}\"`"));
+    }
+    let f = &mut scan.found;
     if let (Some(_), Some((v, line))) = (&f.pytorch, f.torch_pip.clone()) {
         scan.line = line;
         scan.drop_item(
@@ -176,6 +251,7 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
         }
         (Some((v, _)), _) if f.conda_cuda.is_some() => Some((Source::CondaForge, v.clone())),
         (Some((v, _)), _) if f.pytorch_gpu.is_some() => pytorch_gpu_cuda(scan, v),
+        (Some(_), _) if selector_unpinned.is_some() => None,
         (Some((v, line)), _) => {
             if scan
                 .diags

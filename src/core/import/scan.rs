@@ -33,6 +33,10 @@ pub(super) struct Found {
     /// conda-forge's `pytorch-gpu` metapackage: its version, when pinned.
     pub(super) pytorch_gpu: Option<Option<String>>,
     pub(super) pytorch_channel_selector: Option<String>,
+    /// A CUDA selector listed without a version: (the item, its name, its line).
+    pub(super) unpinned_selector: Option<(String, String, Option<usize>)>,
+    /// The CUDA a pytorch channel build string names (`py3.7_cuda9.0.176_cudnn7.1.2_2`).
+    pub(super) build_cuda: Option<String>,
     pub(super) conda_cuda: Option<String>,
     pub(super) torch_pip: Option<(String, Option<usize>)>,
     pub(super) pip_variant: Option<String>,
