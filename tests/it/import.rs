@@ -313,3 +313,28 @@ fn a_pytorch_channel_build_string_names_its_cuda() {
     );
     locks(&spec);
 }
+
+#[test]
+fn a_torch_older_than_the_table_is_refused_at_import_with_the_oldest_release() {
+    let (code, spec, err) = import_fixture("old-torch.yml", &[]);
+    assert_eq!(code, Some(1), "{spec}");
+    assert!(
+        err.contains("NO_SUCH_PACKAGE_VERSION") && err.contains("PyTorch 1.11.0"),
+        "{err}"
+    );
+    assert!(err.contains("old-torch.yml:7:1"), "{err}");
+    // The hint names the table's oldest release, read from the table itself.
+    let table = envbuild().args(["table", "torch"]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let oldest = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .find(|w| w.starts_with("1.") || w.starts_with("2."))
+        .unwrap_or("?")
+        .to_string();
+    assert!(
+        err.contains(&format!("the oldest supported release is {oldest}")),
+        "{oldest}: {err}"
+    );
+    assert!(!err.contains("no CUDA selector"), "{err}");
+}

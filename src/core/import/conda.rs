@@ -6,6 +6,7 @@ use super::codes::IMPORT_CHANGED;
 use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
+use crate::core::resolve::codes::NO_SUCH_PACKAGE_VERSION;
 use crate::core::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
 use crate::core::spec::{parse_conda_pkg, CondaPkg, PkgParse, Source};
 use crate::core::version::Version;
@@ -213,6 +214,36 @@ fn unpinned_selector(scan: &mut Scan, item: &str, name: &str, line: Option<usize
     scan.error_at(line, d);
 }
 
+/// A torch older than the table's oldest release cannot be locked: refused here, at its line,
+/// rather than one step later by `envbuild lock`.
+fn older_than_table(scan: &mut Scan) -> bool {
+    let f = &scan.found;
+    let Some((v, line)) = f.pytorch.clone().or_else(|| f.torch_pip.clone()) else {
+        return false;
+    };
+    let (Some(version), Some(oldest)) = (Version::parse(&v), scan.table.torch.first()) else {
+        return false;
+    };
+    if version >= oldest.version {
+        return false;
+    }
+    let newest = scan.table.newest_torch().map(|r| r.version.to_string());
+    let d = Diagnostic::error(
+        NO_SUCH_PACKAGE_VERSION,
+        format!(
+            "{} pins PyTorch {v}, older than every release envbuild knows",
+            scan.shown_file()
+        ),
+    )
+    .with_hint(format!(
+        "the oldest supported release is {}{}; pin a known release (`envbuild table torch` lists them)",
+        oldest.version,
+        newest.map(|n| format!(", the newest {n}")).unwrap_or_default()
+    ));
+    scan.error_at(line, d);
+    true
+}
+
 /// The source and torch version, from what the file pins: a conda pytorch needs a CUDA
 /// selector (pytorch-cuda/cudatoolkit, or conda-forge's cuda-version or pytorch-gpu); a pip
 /// torch comes from the wheel index when a variant was named, else PyPI.
@@ -226,6 +257,9 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
     let selector_unpinned = f.unpinned_selector.take();
     if let Some((item, name, line)) = &selector_unpinned {
         unpinned_selector(scan, item, name, *line);
+    }
+    if older_than_table(scan) {
+        return None;
     }
     let f = &mut scan.found;
     if let (None, None, Some(cuda)) = (&f.pytorch_channel_selector, &f.conda_cuda, &f.build_cuda) {
