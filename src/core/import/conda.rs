@@ -254,6 +254,14 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
             f.pytorch = Some((v.clone(), None));
         }
     }
+    if let (Some(_), Some((v, line))) = (&f.pytorch, f.torch_pip.clone()) {
+        scan.line = line;
+        scan.drop_item(
+            &format!("torch=={v}"),
+            "conda's pytorch is the torch of this environment; the spec has one torch",
+        );
+    }
+    let f = &mut scan.found;
     let selector_unpinned = f.unpinned_selector.take();
     if let Some((item, name, line)) = &selector_unpinned {
         unpinned_selector(scan, item, name, *line);
@@ -268,14 +276,6 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
         let line = f.pytorch.as_ref().and_then(|p| p.1);
         scan.line = line;
         scan.note(IMPORT_CHANGED, format!("the pytorch build string names CUDA {cuda} (the pytorch channel's builds did before `pytorch-cuda`); the spec writes it as `pytorch-cuda = \"{cuda}\"`"));
-    }
-    let f = &mut scan.found;
-    if let (Some(_), Some((v, line))) = (&f.pytorch, f.torch_pip.clone()) {
-        scan.line = line;
-        scan.drop_item(
-            &format!("torch=={v}"),
-            "conda's pytorch is the torch of this environment; the spec has one torch",
-        );
     }
     let f = &scan.found;
     let pytorch = f.pytorch.clone();
