@@ -210,3 +210,131 @@ fn a_requirements_file_with_pytorch_s_index_imports_with_the_python_given() {
     assert!(err.contains("requirements.txt:4:1"), "{err}");
     locks(&spec);
 }
+
+#[test]
+fn versions_with_an_epoch_are_versions() {
+    // PEP 440 and conda write an epoch as `N!` before the version (conda-forge's x264).
+    let (code, spec, err) = import_fixture("epoch.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("\"x264=1!164.3095\""), "{spec}");
+    assert!(spec.contains("\"tzdata==1!2024.1\""), "{spec}");
+    locks(&spec);
+}
+
+#[test]
+fn an_empty_list_item_is_a_note_at_its_line_not_a_broken_file() {
+    // `- # av==14.4.0` is a package commented out where it stood: YAML reads the item as null.
+    let (code, spec, err) = import_fixture("null-item.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for (item, line) in [("- # numpy=1.26.4", 9), ("- # av==14.4.0", 12), ("-", 13)] {
+        assert!(
+            err.contains(&format!("`{item}` is not carried over"))
+                && err.contains(&format!("null-item.yml:{line}:1")),
+            "{item}: {err}"
+        );
+    }
+    assert!(
+        err.contains("IMPORT_DROPPED") && !err.contains("untagged"),
+        "{err}"
+    );
+    // The items after the empty ones keep their own lines and pins.
+    assert!(spec.contains("\"einops==0.7.0\"") && spec.contains("\"tqdm==4.66.1\""));
+    assert!(
+        !spec.contains("\"av==") && !spec.contains("\"numpy="),
+        "{spec}"
+    );
+    locks(&spec);
+}
+
+#[test]
+fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
+    let (code, spec, err) = import_fixture("requirement-options.txt", &["--python", "3.11"]);
+    assert_eq!(code, Some(0), "{err}");
+    // The requirement before the options is read: torch is pinned, its variant named.
+    assert!(!err.contains("not pinned"), "{err}");
+    assert!(
+        spec.contains("pytorch = \"2.1.2\"")
+            && spec.contains("source = \"pytorch-index\"")
+            && spec.contains("cuda = \"12.1\""),
+        "{spec}"
+    );
+    assert!(spec.contains("\"einops==0.7.0\"") && spec.contains("\"tqdm==4.66.1\""));
+    // Each option is said at its line: PyTorch's index is read, the hash and another
+    // find-links location are not carried over.
+    for (what, line) in [
+        (
+            "`--index-url https://download.pytorch.org/whl/cu121` after",
+            2,
+        ),
+        ("`--hash=sha256:", 4),
+        ("`--find-links https://example.org/wheels`", 5),
+    ] {
+        assert!(err.contains(what), "{what}: {err}");
+        assert!(
+            err.contains(&format!("requirement-options.txt:{line}:1")),
+            "{line}: {err}"
+        );
+    }
+    // Only the notes (comments) mention them; no spec value does.
+    let values: String = spec.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(
+        !values.contains("--") && !values.contains("example.org"),
+        "{spec}"
+    );
+    locks(&spec);
+}
+
+#[test]
+fn an_unpinned_cuda_selector_is_named_unpinned_with_the_cuda_versions_of_that_torch() {
+    let (code, _, err) = import_fixture("unpinned-selector.yml", &[]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("UNPINNED_VERSION") && err.contains("`cudatoolkit`"),
+        "{err}"
+    );
+    assert!(err.contains("unpinned-selector.yml:7:1"), "{err}");
+    // torch 1.13 was built on the pytorch channel for CUDA 11.6 and 11.7.
+    assert!(err.contains("11.6, 11.7"), "{err}");
+    assert!(!err.contains("no CUDA selector"), "{err}");
+}
+
+#[test]
+fn a_pytorch_channel_build_string_names_its_cuda() {
+    // `py3.10_cuda11.7_cudnn8.5.0_0`: the channel's builds named their CUDA before pytorch-cuda.
+    let (code, spec, err) = import_fixture("channel-build.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        spec.contains("source = \"pytorch-channel\"") && spec.contains("pytorch-cuda = \"11.7\""),
+        "{spec}"
+    );
+    assert!(
+        err.contains("channel-build.yml:8:1") && err.contains("CUDA 11.7"),
+        "{err}"
+    );
+    locks(&spec);
+}
+
+#[test]
+fn a_torch_older_than_the_table_is_refused_at_import_with_the_oldest_release() {
+    let (code, spec, err) = import_fixture("old-torch.yml", &[]);
+    assert_eq!(code, Some(1), "{spec}");
+    assert!(
+        err.contains("NO_SUCH_PACKAGE_VERSION") && err.contains("PyTorch 1.11.0"),
+        "{err}"
+    );
+    assert!(err.contains("old-torch.yml:7:1"), "{err}");
+    // The hint names the table's oldest release, read from the table itself.
+    let table = envbuild().args(["table", "torch"]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    let oldest = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .find(|w| w.starts_with("1.") || w.starts_with("2."))
+        .unwrap_or("?")
+        .to_string();
+    assert!(
+        err.contains(&format!("the oldest supported release is {oldest}")),
+        "{oldest}: {err}"
+    );
+    assert!(!err.contains("no CUDA selector"), "{err}");
+}

@@ -6,7 +6,8 @@ use super::codes::IMPORT_CHANGED;
 use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
-use crate::core::spec::codes::INVALID_SPEC;
+use crate::core::resolve::codes::NO_SUCH_PACKAGE_VERSION;
+use crate::core::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
 use crate::core::spec::{parse_conda_pkg, CondaPkg, PkgParse, Source};
 use crate::core::version::Version;
 
@@ -32,6 +33,17 @@ pub(super) fn dep(scan: &mut Scan, s: &str) {
                 return;
             }
             if name == "cpuonly" {
+                return;
+            }
+            // Its hint names the CUDA versions of the torch pinned, known at the end.
+            if matches!(
+                name.as_str(),
+                "cudatoolkit" | "pytorch-cuda" | "cuda-version"
+            ) {
+                let line = scan.line;
+                let f = &mut scan.found;
+                f.unpinned_selector
+                    .get_or_insert((s.to_string(), name, line));
                 return;
             }
             if let Some(c) = scan.found.companion(&name) {
@@ -83,10 +95,13 @@ fn pinned(scan: &mut Scan, s: &str, p: CondaPkg) {
         }
         "pytorch" => {
             f.pytorch = Some((p.version.clone(), line));
-            // conda-forge build strings name the CUDA: cuda129_mkl_...
-            if let Some(v) = build_string(s).and_then(build_cuda) {
+            // conda-forge build strings name the CUDA (cuda129_mkl_...), and so do the
+            // pytorch channel's (py3.7_cuda9.0.176_cudnn7.1.2_2).
+            let build = build_string(s);
+            if let Some(v) = build.and_then(build_cuda) {
                 f.conda_cuda.get_or_insert(v);
             }
+            f.build_cuda = build.and_then(channel_build_cuda);
         }
         "pytorch-cuda" => f.pytorch_channel_selector = Some(major_minor(&p.version)),
         "cudatoolkit" => {
@@ -151,6 +166,84 @@ fn build_cuda(build: &str) -> Option<String> {
     variant_cuda(&format!("cu{digits}")).map(|v| v.to_string())
 }
 
+/// `py3.7_cuda9.0.176_cudnn7.1.2_2` → `9.0`: the pytorch channel's builds before
+/// `pytorch-cuda` named the CUDA they were built with.
+fn channel_build_cuda(build: &str) -> Option<String> {
+    build
+        .split('_')
+        .filter_map(|part| part.strip_prefix("cuda"))
+        .find(|v| v.contains('.'))
+        .and_then(Version::parse)
+        .map(|v| v.major_minor())
+}
+
+/// A CUDA selector listed without a version: the error names the CUDA versions the pinned
+/// pytorch is built for.
+fn unpinned_selector(scan: &mut Scan, item: &str, name: &str, line: Option<usize>) {
+    let row = scan
+        .found
+        .pytorch
+        .as_ref()
+        .and_then(|(v, _)| Version::parse(v))
+        .and_then(|v| scan.table.torch_row(&v));
+    let (cudas, channel) = match (row, name) {
+        (Some(r), "cuda-version") => (&r.conda_forge, "conda-forge"),
+        (Some(r), _) => (&r.pytorch_channel, "the pytorch channel"),
+        (None, _) => (&Vec::new(), ""),
+    };
+    let hint = match (row, cudas.last()) {
+        (Some(r), Some(newest)) => {
+            let list: Vec<String> = cudas.iter().map(|c| c.major_minor()).collect();
+            format!(
+                "pin it, e.g. `{name}={}`: pytorch {} is built for CUDA {} on {channel}",
+                newest.major_minor(),
+                r.version,
+                list.join(", ")
+            )
+        }
+        _ => format!("pin it, e.g. `{name}=<X.Y>`; `envbuild table` lists the CUDA versions of each PyTorch release"),
+    };
+    let d = Diagnostic::error(
+        UNPINNED_VERSION,
+        format!(
+            "`{item}` in {} is the CUDA selector of pytorch, but not pinned",
+            scan.shown_file()
+        ),
+    )
+    .with_hint(hint);
+    scan.error_at(line, d);
+}
+
+/// A torch older than the table's oldest release cannot be locked: refused here, at its line,
+/// rather than one step later by `envbuild lock`.
+fn older_than_table(scan: &mut Scan) -> bool {
+    let f = &scan.found;
+    let Some((v, line)) = f.pytorch.clone().or_else(|| f.torch_pip.clone()) else {
+        return false;
+    };
+    let (Some(version), Some(oldest)) = (Version::parse(&v), scan.table.torch.first()) else {
+        return false;
+    };
+    if version >= oldest.version {
+        return false;
+    }
+    let newest = scan.table.newest_torch().map(|r| r.version.to_string());
+    let d = Diagnostic::error(
+        NO_SUCH_PACKAGE_VERSION,
+        format!(
+            "{} pins PyTorch {v}, older than every release envbuild knows",
+            scan.shown_file()
+        ),
+    )
+    .with_hint(format!(
+        "the oldest supported release is {}{}; pin a known release (`envbuild table torch` lists them)",
+        oldest.version,
+        newest.map(|n| format!(", the newest {n}")).unwrap_or_default()
+    ));
+    scan.error_at(line, d);
+    true
+}
+
 /// The source and torch version, from what the file pins: a conda pytorch needs a CUDA
 /// selector (pytorch-cuda/cudatoolkit, or conda-forge's cuda-version or pytorch-gpu); a pip
 /// torch comes from the wheel index when a variant was named, else PyPI.
@@ -168,6 +261,22 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
             "conda's pytorch is the torch of this environment; the spec has one torch",
         );
     }
+    let f = &mut scan.found;
+    let selector_unpinned = f.unpinned_selector.take();
+    if let Some((item, name, line)) = &selector_unpinned {
+        unpinned_selector(scan, item, name, *line);
+    }
+    if older_than_table(scan) {
+        return None;
+    }
+    let f = &mut scan.found;
+    if let (None, None, Some(cuda)) = (&f.pytorch_channel_selector, &f.conda_cuda, &f.build_cuda) {
+        let cuda = cuda.clone();
+        f.pytorch_channel_selector = Some(cuda.clone());
+        let line = f.pytorch.as_ref().and_then(|p| p.1);
+        scan.line = line;
+        scan.note(IMPORT_CHANGED, format!("the pytorch build string names CUDA {cuda} (the pytorch channel's builds did before `pytorch-cuda`); the spec writes it as `pytorch-cuda = \"{cuda}\"`"));
+    }
     let f = &scan.found;
     let pytorch = f.pytorch.clone();
     match (&pytorch, &f.torch_pip) {
@@ -176,6 +285,7 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
         }
         (Some((v, _)), _) if f.conda_cuda.is_some() => Some((Source::CondaForge, v.clone())),
         (Some((v, _)), _) if f.pytorch_gpu.is_some() => pytorch_gpu_cuda(scan, v),
+        (Some(_), _) if selector_unpinned.is_some() => None,
         (Some((v, line)), _) => {
             if scan
                 .diags

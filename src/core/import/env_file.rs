@@ -13,8 +13,10 @@ pub(super) struct EnvFile {
     pub(super) name: Option<String>,
     #[serde(default)]
     pub(super) channels: Vec<String>,
+    /// An item with nothing after its dash (`- # av==14.4.0`, a package commented out where
+    /// it stood) reads as null.
     #[serde(default)]
-    pub(super) dependencies: Vec<Dep>,
+    pub(super) dependencies: Vec<Option<Dep>>,
     /// Where `conda env export` found the environment: names the machine it came from.
     pub(super) prefix: Option<String>,
 }
@@ -25,7 +27,7 @@ pub(super) enum Dep {
     Conda(String),
     /// `- pip:` with no lines reads as `pip: null`.
     Pip {
-        pip: Option<Vec<String>>,
+        pip: Option<Vec<Option<String>>>,
     },
 }
 
@@ -60,7 +62,9 @@ pub(super) fn item_lines(text: &str) -> Vec<(usize, String)> {
     text.lines()
         .enumerate()
         .filter_map(|(i, l)| {
-            let item = l.trim_start().strip_prefix("- ")?;
+            let l = l.trim();
+            // A dash alone is an empty (null) item.
+            let item = if l == "-" { "" } else { l.strip_prefix("- ")? };
             let item = match item.find(" #") {
                 Some(c) => &item[..c],
                 None => item,

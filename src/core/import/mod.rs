@@ -73,11 +73,17 @@ pub fn import(
     scan.source_os(env.prefix.as_deref(), env_file::key_line(text, "prefix"));
     for dep in &env.dependencies {
         match dep {
-            Dep::Conda(s) => conda::dep(&mut scan, s),
-            Dep::Pip { pip } => {
+            None => scan.null_item(),
+            Some(Dep::Conda(s)) => conda::dep(&mut scan, s),
+            Some(Dep::Pip { pip }) => {
                 for line in pip.iter().flatten() {
-                    scan.at(line);
-                    pip::line(&mut scan, line);
+                    match line {
+                        Some(line) => {
+                            scan.at(line);
+                            pip::line(&mut scan, line);
+                        }
+                        None => scan.null_item(),
+                    }
                 }
             }
         }

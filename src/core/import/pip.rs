@@ -2,7 +2,7 @@
 //! options (which name the wheel variant), torch with its local version, the companions, and
 //! the extra packages. This module performs no I/O.
 
-use super::codes::IMPORT_DROPPED;
+use super::codes::{IMPORT_CHANGED, IMPORT_DROPPED};
 use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
 use crate::core::spec::{parse_pip_pkg, PipPkg, PkgParse};
@@ -28,6 +28,12 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
     }
     if let Some(url) = index_option(line) {
         return index(scan, line, &url);
+    }
+    if !line.starts_with('-') {
+        if let Some((req, options)) = split_options(line) {
+            trailing_options(scan, req, options);
+            return self::line(scan, req);
+        }
     }
     if line.starts_with('-') {
         return scan.drop_item(
@@ -74,6 +80,47 @@ fn index(scan: &mut Scan, line: &str, url: &str) {
         IMPORT_DROPPED,
         format!("`{line}` is not carried over: the spec has no key for pip indexes or find-links locations other than PyTorch's wheel index yet; packages only found there will not install until it is added to the build by hand"),
     );
+}
+
+/// `torch==2.0.1+cu118 --index-url URL`: the requirement and the options after it. As pip
+/// reads a line: the options start at the first word that starts with `-`.
+fn split_options(line: &str) -> Option<(&str, &str)> {
+    let at = line
+        .char_indices()
+        .find(|&(i, c)| c == '-' && line[..i].ends_with([' ', '\t']))
+        .map(|(i, _)| i)?;
+    Some((line[..at].trim_end(), &line[at..]))
+}
+
+/// The options after a requirement. pip applies only per-requirement options there (`--hash`,
+/// `--config-settings`) and ignores index options, which belong on a line of their own; an
+/// index option naming PyTorch's wheel index still says which torch variant the author meant,
+/// so it is read as the file's index, and said.
+fn trailing_options(scan: &mut Scan, req: &str, options: &str) {
+    let words: Vec<&str> = options.split_whitespace().collect();
+    let mut i = 0;
+    while i < words.len() {
+        let next = words.get(i + 1).copied().filter(|w| !w.starts_with('-'));
+        let (opt, value, used) = match (words[i].split_once('='), next) {
+            (Some((o, v)), _) => (o, v, 1),
+            (None, Some(v)) => (words[i], v, 2),
+            (None, None) => (words[i], "", 1),
+        };
+        let shown = words[i..i + used].join(" ");
+        i += used;
+        if INDEX_OPTIONS.contains(&opt) {
+            if let Some(v) = index_variant(value) {
+                scan.found.pip_variant.get_or_insert(v);
+                scan.note(IMPORT_CHANGED, format!("`{shown}` after `{req}` is read as the file's index: PyTorch's wheel index of that variant, which the lock installs torch from (pip itself ignores index options on a requirement line; they belong on a line of their own)"));
+            } else {
+                index(scan, &shown, value);
+            }
+        } else if opt == "--hash" {
+            scan.drop_item(&format!("{shown}` after `{req}"), "the spec pins pip packages by version (the requirement is carried over); pip's hash-checking mode is not");
+        } else {
+            scan.drop_item(&format!("{shown}` after `{req}"), "per-requirement pip options have no place in the spec; pass them to pip yourself if the build needs them");
+        }
+    }
 }
 
 /// The value of an index option line (`--extra-index-url URL` or `--index-url=URL`).

@@ -33,6 +33,10 @@ pub(super) struct Found {
     /// conda-forge's `pytorch-gpu` metapackage: its version, when pinned.
     pub(super) pytorch_gpu: Option<Option<String>>,
     pub(super) pytorch_channel_selector: Option<String>,
+    /// A CUDA selector listed without a version: (the item, its name, its line).
+    pub(super) unpinned_selector: Option<(String, String, Option<usize>)>,
+    /// The CUDA a pytorch channel build string names (`py3.7_cuda9.0.176_cudnn7.1.2_2`).
+    pub(super) build_cuda: Option<String>,
     pub(super) conda_cuda: Option<String>,
     pub(super) torch_pip: Option<(String, Option<usize>)>,
     pub(super) pip_variant: Option<String>,
@@ -104,6 +108,26 @@ impl<'a> Scan<'a> {
             self.cursor += i + 1;
             self.items[self.cursor - 1].0
         });
+    }
+
+    /// An item YAML reads as null: a dash with nothing after it but, usually, a comment (a
+    /// package commented out where it stood). Nothing to install; said at its line.
+    pub(super) fn null_item(&mut self) {
+        let hit = self.items[self.cursor..]
+            .iter()
+            .position(|(_, t)| t.is_empty() || t.starts_with('#'));
+        self.line = hit.map(|i| {
+            self.cursor += i + 1;
+            self.items[self.cursor - 1].0
+        });
+        let shown = match self.line.and_then(|_| self.items.get(self.cursor - 1)) {
+            Some((_, t)) if !t.is_empty() => format!("- {t}"),
+            _ => "-".to_string(),
+        };
+        self.drop_item(
+            &shown,
+            "the list item is empty (YAML reads a dash with only a comment after it as null: a package commented out where it stood), so there is no package in it",
+        );
     }
 
     /// An error at the current item.

@@ -8,8 +8,16 @@ use super::validate::Ctx;
 use crate::core::compat::Table;
 use crate::core::version::Version;
 
-/// A package version: letters, digits and `. _ - +`, starting with a letter or digit.
+/// A package version: letters, digits and `. _ - +`, starting with a letter or digit, after an
+/// optional epoch (`1!152.20180717`: PEP 440 and conda both write it `N!`, and it orders before
+/// the rest of the version).
 pub(super) fn is_pkg_version(s: &str) -> bool {
+    let s = match s.split_once('!') {
+        Some((epoch, rest)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => {
+            rest
+        }
+        _ => s,
+    };
     !s.is_empty()
         && s.len() <= 64
         && s.as_bytes()[0].is_ascii_alphanumeric()
@@ -321,6 +329,15 @@ mod tests {
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn an_epoch_is_part_of_a_version_but_not_a_version_alone() {
+        assert!(is_pkg_version("1!152.20180717"));
+        assert!(is_pkg_version("152.20180717"));
+        for bad in ["!152", "1!", "a!1.0", "1!!2", "1!2!3"] {
+            assert!(!is_pkg_version(bad), "{bad}");
+        }
     }
 
     #[test]
