@@ -227,10 +227,11 @@ pub fn junit_xml(suites: &[Suite<'_>]) -> Result<String, Failure> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn check(name: &str, status: Status, code: &str, required: bool) -> Check {
+    /// A check with a generated detail, for tests here and in `smoke`.
+    pub(crate) fn check(name: &str, status: Status, code: &str, required: bool) -> Check {
         Check {
             name: name.into(),
             status,

@@ -417,18 +417,7 @@ pub fn junit_suite<'a>(report: &'a SmokeReport, name: &str) -> Suite<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn check(name: &str, status: Status, code: &str, required: bool) -> Check {
-        Check {
-            name: name.into(),
-            status,
-            code: code.into(),
-            detail: format!("{name} detail"),
-            required,
-            value: None,
-            unit: None,
-        }
-    }
+    use crate::core::report::tests::check;
 
     fn report(status: Verdict, checks: Vec<Check>) -> SmokeReport {
         let mut environment = serde_json::Map::new();
