@@ -16,9 +16,68 @@ mod smoke;
 use crate::app::load_table;
 use crate::cli::{Cli, Command};
 use crate::core::diag::{Diagnostic, Failure};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether anything reached stdout: `run` adds an error document only to a run that printed
+/// none, so `--json` gives exactly one.
+static STDOUT_WRITTEN: AtomicBool = AtomicBool::new(false);
 
 /// Run one command; `Ok(code)` is the exit code of a command that ran to completion.
+///
+/// With `--json`, every run prints exactly one JSON document on stdout: a command that fails
+/// before printing its own (an unreadable spec, table or lock, an engine that does not answer, a
+/// Python that cannot start) gets the error document here. The failure still goes to stderr.
 pub fn run(cli: Cli) -> Result<i32, Failure> {
+    let json = json_requested(&cli.command);
+    let result = run_command(cli);
+    if let (Some(shape), Err(failure)) = (json, &result) {
+        if !STDOUT_WRITTEN.load(Ordering::Relaxed) {
+            print_json(&error_document(shape, &failure.diagnostics))?;
+        }
+    }
+    result
+}
+
+/// The shape of a command's `--json` document, when `--json` was given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum JsonShape {
+    /// `lock`: `{"status", "diagnostics", "lock"}`.
+    Lock,
+    /// `image`, `test`, `smoke`, `doctor`, `table`: `{"verdict": "error", "error": [...]}`, as
+    /// `image` and `test` print for a run that ended before a verdict.
+    Verdict,
+}
+
+fn json_requested(command: &Command) -> Option<JsonShape> {
+    let (json, shape) = match command {
+        Command::Lock(a) => (a.json, JsonShape::Lock),
+        Command::Image(a) => (a.json, JsonShape::Verdict),
+        Command::Test(a) => (a.json, JsonShape::Verdict),
+        Command::Smoke(a) => (a.json, JsonShape::Verdict),
+        Command::Doctor(a) => (a.json, JsonShape::Verdict),
+        Command::ShowTable(a) => (a.json, JsonShape::Verdict),
+        Command::Import(_) | Command::Render(_) | Command::Templates(_) => {
+            (false, JsonShape::Verdict)
+        }
+    };
+    json.then_some(shape)
+}
+
+fn error_document(shape: JsonShape, diagnostics: &[Diagnostic]) -> serde_json::Value {
+    match shape {
+        JsonShape::Lock => serde_json::json!({
+            "status": "error",
+            "diagnostics": diagnostics,
+            "lock": null,
+        }),
+        JsonShape::Verdict => serde_json::json!({
+            "verdict": "error",
+            "error": diagnostics,
+        }),
+    }
+}
+
+fn run_command(cli: Cli) -> Result<i32, Failure> {
     let table = load_table(cli.table.as_deref())?;
     match cli.command {
         Command::Lock(args) => lock::run(&table, &args),
@@ -55,6 +114,9 @@ pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
 /// is an `IO_ERROR`, never a panic.
 pub fn out(text: &str) -> Result<(), Failure> {
     use std::io::Write;
+    if !text.is_empty() {
+        STDOUT_WRITTEN.store(true, Ordering::Relaxed);
+    }
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

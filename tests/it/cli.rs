@@ -191,3 +191,54 @@ fn a_full_disk_on_stdout_is_an_io_error_not_a_panic() {
     assert_eq!(done.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("IO_ERROR"), "{stderr}");
 }
+
+/// With `--json`, a run that fails before its command prints anything still prints exactly one
+/// JSON document on stdout, naming the code; the message stays on stderr.
+#[test]
+fn json_runs_print_one_document_for_every_error() {
+    let root = crate::support::root();
+    let spec = root.join("specs/torch-gpu-env/envbuild.toml");
+    let spec = spec.to_str().unwrap();
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["--table", "/dev/zero", "lock", "--json", spec],
+            "status",
+            "TABLE_INVALID",
+        ),
+        (
+            &["lock", "--json", "/nonexistent/envbuild.toml"],
+            "status",
+            "IO_ERROR",
+        ),
+        (
+            &["smoke", "--json", "--python", "/nonexistent/python3"],
+            "verdict",
+            "SMOKE_PYTHON_NOT_FOUND",
+        ),
+        (
+            &["test", "some-image", "--json", "--lock", "/dev/null"],
+            "verdict",
+            "INVALID_LOCK",
+        ),
+        (
+            &["doctor", "--json", "--lock", "/dev/null"],
+            "verdict",
+            "INVALID_LOCK",
+        ),
+        (
+            &["--table", "/dev/zero", "table", "--json"],
+            "verdict",
+            "TABLE_INVALID",
+        ),
+    ];
+    for (args, key, code) in cases {
+        let out = envbuild().args(*args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stdout = stdout_of(&out);
+        // `from_str` refuses anything after the first document.
+        let doc: serde_json::Value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not one JSON document ({e}): {stdout}"));
+        assert_eq!(doc[key], "error", "{args:?}: {doc}");
+        assert!(doc.to_string().contains(code), "{args:?}: {doc}");
+    }
+}
