@@ -525,34 +525,9 @@ fn dev_jupyterlab_defaults_to_one_that_works_with_the_python() {
     assert_eq!(r.lock.unwrap().image.jupyterlab, "4.3.0");
 }
 
-/// The spec text changed as one alternative of a hint says: its `key = "value"` (or
-/// `key = [...]`) assignments set, its `without key` keys removed.
-fn apply_hint(text: &str, alternative: &str) -> String {
-    let mut doc: toml::Table = toml::from_str(text).unwrap();
-    let mut rest = alternative;
-    while let Some(i) = rest.find(" = ") {
-        let key: String = rest[..i]
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
-            .collect::<String>()
-            .chars()
-            .rev()
-            .collect();
-        let after = &rest[i + 3..];
-        let close = if after.starts_with('[') { ']' } else { '"' };
-        let end = after[1..].find(close).unwrap() + 2;
-        let value: toml::Table = toml::from_str(&format!("v = {}", &after[..end])).unwrap();
-        doc.insert(key, value["v"].clone());
-        rest = &after[end..];
-    }
-    if let Some((_, gone)) = alternative.split_once(" without ") {
-        for key in gone.split(" or ") {
-            doc.remove(key.split([':', ' ']).next().unwrap());
-        }
-    }
-    toml::to_string(&doc).unwrap()
-}
+#[path = "../../../tests/support/hint_apply.rs"]
+mod hint_apply;
+use hint_apply::apply_hint;
 
 /// Every alternative a hint names locks the spec without an error.
 fn assert_hint_locks(text: &str, hint: &str) {
