@@ -701,12 +701,27 @@ impl Table {
     /// Look a GPU up by model name (with or without NVIDIA/Tesla/GeForce/Quadro, any case,
     /// nvidia-smi suffixes like `-SXM4-80GB` ignored) or by compute capability.
     pub fn find_gpu(&self, input: &str) -> Option<GpuMatch<'_>> {
-        if let Some(cc) = Cc::parse(input) {
+        if let Some(cc) = Cc::parse(input.trim()) {
             return Some(GpuMatch { cc, row: None });
         }
         let wanted = normalize_gpu_name(input);
-        // Longest known name that is a whole-word prefix of the input wins, so that
-        // "RTX 6000 Ada" is not taken for "RTX 6000" and "A100-SXM4-80GB" finds "A100".
+        let (g, len) = self.gpu_prefix(&wanted)?;
+        // What follows the model may qualify it (`80GB HBM3`, `SXM4`, `PCIE`), never name a
+        // second GPU: "H100 P100" is two entries, not an H100.
+        let rest: Vec<&str> = wanted[len..].split_whitespace().collect();
+        if (0..rest.len()).any(|i| self.names_gpu_at(&rest[i..].join(" "))) {
+            return None;
+        }
+        Some(GpuMatch {
+            cc: g.cc,
+            row: Some(g),
+        })
+    }
+
+    /// The GPU whose name or alias is the longest whole-word prefix of `wanted` (normalized),
+    /// with that prefix's length: "RTX 6000 Ada" is not taken for "RTX 6000", and
+    /// "A100-SXM4-80GB" finds "A100".
+    fn gpu_prefix(&self, wanted: &str) -> Option<(&GpuRow, usize)> {
         let mut best: Option<(&GpuRow, usize)> = None;
         for g in &self.gpu {
             for n in std::iter::once(&g.name).chain(&g.aliases) {
@@ -718,10 +733,35 @@ impl Table {
                 }
             }
         }
-        best.map(|(g, _)| GpuMatch {
-            cc: g.cc,
-            row: Some(g),
-        })
+        best
+    }
+
+    /// Whether `words` (normalized) start with a GPU name or are a compute capability.
+    fn names_gpu_at(&self, words: &str) -> bool {
+        let w: Vec<&str> = words.split(' ').collect();
+        cc_words(&w).is_some() || self.gpu_prefix(words).is_some()
+    }
+
+    /// The GPUs an entry names one after the other ("H100 P100" -> H100, P100), as the table
+    /// names them (or as written, for a compute capability); for the "one GPU per entry" hint.
+    pub fn gpus_named_in(&self, input: &str) -> Vec<String> {
+        let wanted = normalize_gpu_name(input);
+        let words: Vec<&str> = wanted.split(' ').collect();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let rest = words[i..].join(" ");
+            if let Some((g, len)) = self.gpu_prefix(&rest) {
+                out.push(g.name.clone());
+                i += rest[..len].split(' ').count();
+            } else if let Some((cc, n)) = cc_words(&words[i..]) {
+                out.push(cc);
+                i += n;
+            } else {
+                i += 1;
+            }
+        }
+        out
     }
 
     /// Known GPU names closest to `input`, for "did you mean".
@@ -766,6 +806,17 @@ pub fn normalize_gpu_name(s: &str) -> String {
         }
     }
     words.join(" ")
+}
+
+/// A compute capability at the start of normalized words (`8.9`, `SM89`, or `SM 89`, which is
+/// how `sm_89` normalizes), as written in lower case, and how many words it took.
+fn cc_words(words: &[&str]) -> Option<(String, usize)> {
+    let first = *words.first()?;
+    if Cc::parse(first).is_some() {
+        return Some((first.to_ascii_lowercase(), 1));
+    }
+    let two = format!("{}_{}", first, words.get(1)?).to_ascii_lowercase();
+    Cc::parse(&two).map(|_| (two, 2))
 }
 
 /// `cu` + major + minor digits: 12.4.1 → `cu124`, 10.2.89 → `cu102`.

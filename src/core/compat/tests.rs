@@ -183,6 +183,26 @@ fn gpu_names_are_found_in_nvidia_smi_spellings() {
 }
 
 #[test]
+fn one_entry_names_one_gpu() {
+    let t = table();
+    let cc = |s: &str| t.find_gpu(s).map(|m| m.cc.to_string());
+    // A qualifier may follow the model; a second model or a compute capability may not.
+    for two in [
+        "H100 P100",
+        "H100 8.0",
+        "NVIDIA A100 sm_90",
+        "A100 and V100",
+        "L4 H100",
+    ] {
+        assert_eq!(cc(two), None, "{two}");
+    }
+    assert_eq!(t.gpus_named_in("H100 P100"), ["H100", "P100"]);
+    assert_eq!(t.gpus_named_in("A100 and sm_90"), ["A100", "sm_90"]);
+    assert_eq!(cc("NVIDIA A100 80GB PCIe").as_deref(), Some("8.0"));
+    assert_eq!(cc("NVIDIA H100 NVL").as_deref(), Some("9.0"));
+}
+
+#[test]
 fn pytorch_channel_ends_at_2_5_1() {
     let t = table();
     let last = t

@@ -75,6 +75,20 @@ pub(super) fn lookup(spec: &Spec, table: &Table, diags: &mut Vec<Diagnostic>) ->
 
 /// The error for a GPU the table does not know, with the closest names.
 fn unknown(table: &Table, input: &str) -> Diagnostic {
+    let named = table.gpus_named_in(input);
+    if named.len() > 1 {
+        let list = named
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return err(
+            UNKNOWN_GPU,
+            "target.gpus",
+            format!("`{input}` names more than one GPU"),
+        )
+        .with_hint(format!("one GPU per entry: gpus = [{list}]"));
+    }
     let sugg = table.gpu_suggestions(input);
     let hint = if sugg.is_empty() {
         "name a known model (`envbuild table gpu`) or give its compute capability, e.g. \"8.9\""

@@ -380,6 +380,21 @@ fn aarch64_pypi_wheels_are_cpu_only_before_2_11() {
 }
 
 #[test]
+fn an_entry_naming_two_gpus_is_unknown_with_one_gpu_per_entry_hinted() {
+    let body = "python = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"";
+    let r = resolve_toml(&spec(
+        body,
+        "driver = \"560.35.03\"\ngpus = [\"H100 P100\"]",
+    ));
+    let d = find(&r, codes::UNKNOWN_GPU);
+    assert!(d.message.contains("more than one GPU"), "{}", d.message);
+    assert_eq!(
+        d.hint.as_deref(),
+        Some("one GPU per entry: gpus = [\"H100\", \"P100\"]")
+    );
+}
+
+#[test]
 fn every_problem_is_reported_at_once() {
     let body = "python = \"3.13\"\npytorch = \"2.1.0\"\ncuda = \"12.1\"";
     let r = resolve_toml(&spec(
