@@ -15,6 +15,7 @@ pub mod lock;
 pub mod render;
 pub mod report;
 pub mod resolve;
+pub mod rules;
 pub mod smoke;
 pub mod spec;
 pub mod version;

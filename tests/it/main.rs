@@ -8,6 +8,7 @@ mod doctor;
 mod import;
 mod learn;
 mod lock;
+mod one_validation;
 mod readme;
 mod render;
 mod resolve_props;

@@ -381,7 +381,74 @@ impl Table {
         self.check_torch(&mut out);
         self.check_wheels(&mut out);
         self.check_sources(&mut out);
+        self.check_values(&mut out);
         out
+    }
+
+    /// Values that reach a lock and so a rendered file pass the rule render checks them with
+    /// (`core::rules`): a table cannot carry `torchvision = "*"` into `torchvision==*`, or an
+    /// untagged base image into `FROM`.
+    fn check_values(&self, out: &mut Vec<String>) {
+        use crate::core::rules::{image_ref, version};
+        let mut need_version = |row: String, key: &str, v: Option<&str>| {
+            if let Some(v) = v.filter(|v| !version(v)) {
+                out.push(format!(
+                    "{row}: {key} `{}` is not an exact version",
+                    crate::core::diag::printable(v)
+                ));
+            }
+        };
+        need_version("[meta]".into(), "version", Some(&self.meta.version));
+        for t in &self.torch {
+            let row = format!("[[torch]] {}", t.version);
+            need_version(row.clone(), "torchvision", Some(&t.torchvision));
+            need_version(row.clone(), "torchaudio", Some(&t.torchaudio));
+            need_version(
+                row.clone(),
+                "torchvision_conda",
+                t.torchvision_conda.as_deref(),
+            );
+            need_version(row, "torchaudio_conda", t.torchaudio_conda.as_deref());
+        }
+        for w in &self.wheel {
+            let row = format!("[[wheel]] {} {}", w.torch, w.variant);
+            need_version(row.clone(), "cudnn", Some(&w.cudnn));
+            need_version(row, "nccl", w.nccl.as_deref());
+        }
+        for n in &self.numpy1 {
+            need_version(
+                format!("[[numpy1]] python {}", n.python),
+                "version",
+                Some(&n.version),
+            );
+        }
+        for b in &self.base_image {
+            if let Err(why) = image_ref(&b.image) {
+                out.push(format!(
+                    "[[base_image]] {} python {}: image `{}` {why}",
+                    b.kind.as_str(),
+                    b.python
+                        .as_ref()
+                        .map_or("any".to_string(), |p| p.to_string()),
+                    crate::core::diag::printable(&b.image)
+                ));
+            }
+        }
+        for g in &self.gpu {
+            for n in std::iter::once(&g.name).chain(&g.aliases) {
+                let plain = n.len() <= 64
+                    && n.bytes().all(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b' ' | b'-' | b'.' | b'_')
+                    });
+                if !plain {
+                    out.push(format!(
+                        "[[gpu]] {}: name `{}` is not letters, digits, spaces and . _ -",
+                        crate::core::diag::printable(&g.name),
+                        crate::core::diag::printable(n)
+                    ));
+                }
+            }
+        }
     }
 
     /// Whether every key of `source` (space-separated) is in `[sources]`.

@@ -18,6 +18,7 @@ pub use templates::{dump_templates, EMBEDDED};
 
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::{BaseKind, DriverMode, Lock, LockedImage};
+use crate::core::rules;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -532,7 +533,7 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
 fn check_version_values(c: &mut ValueCheck, lock: &Lock) {
     for (k, v) in &lock.packages {
         c.check("packages", k, word(k, "._-"), "a package name");
-        c.check("packages", v, word(v, "._-+!*"), "a version");
+        c.check("packages", v, rules::version(v), "an exact version");
     }
     c.check("cuda", &lock.cuda, word(&lock.cuda, "."), "a CUDA version");
     c.check(
@@ -551,8 +552,8 @@ fn check_image_values(c: &mut ValueCheck, img: &LockedImage) {
     c.check(
         "image.base",
         &img.base,
-        word(&img.base, "._-/:@"),
-        "an image reference",
+        rules::image_ref(&img.base).is_ok(),
+        "a pinned image reference",
     );
     if let Some(d) = &img.base_digest {
         c.check(
@@ -565,14 +566,13 @@ fn check_image_values(c: &mut ValueCheck, img: &LockedImage) {
     c.check(
         "image.jupyterlab",
         &img.jupyterlab,
-        word(&img.jupyterlab, "._-+!"),
+        rules::version(&img.jupyterlab),
         "a version",
     );
     c.check(
         "image.shm_size",
         &img.shm_size,
-        crate::core::expect::parse_size(&img.shm_size).is_ok_and(|s| s.short)
-            && word(&img.shm_size, ""),
+        rules::shm_size(&img.shm_size).is_ok(),
         "a size such as `16g`",
     );
     for (field, p) in [
@@ -580,20 +580,21 @@ fn check_image_values(c: &mut ValueCheck, img: &LockedImage) {
         ("image.checkpoints", &img.checkpoints),
     ] {
         if let Some(p) = p {
-            let ok = p.starts_with('/')
-                && word(&p[1..].replace('/', ""), "._-@+")
-                && !p.split('/').any(|seg| seg == "..");
             c.check(
                 field,
                 p,
-                ok || p == "/",
-                "an absolute path of letters, digits and . _ - @ +",
+                rules::is_safe_path(p, true),
+                "an absolute path of letters, digits and . _ - /",
             );
         }
     }
     if let Some(w) = &img.wheels {
-        let ok = word(w, "._-/") && !w.starts_with('/') && !w.split('/').any(|s| s == "..");
-        c.check("image.wheels", w, ok, "a relative directory path");
+        c.check(
+            "image.wheels",
+            w,
+            rules::project_subdir(w),
+            "a folder inside the project, named relative to it",
+        );
     }
 }
 

@@ -4,9 +4,9 @@
 use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
 use super::pins::{is_pkg_version, unpinned};
 use super::raw::RawImage;
-use super::safety::{check_image_ref, is_safe_path};
 use super::validate::Ctx;
 use super::{Image, Variant};
+use crate::core::rules::{image_ref, project_subdir};
 
 /// `[image]`, checked key by key in the order the keys are documented.
 pub(super) fn image(cx: &mut Ctx, i: &RawImage) -> Image {
@@ -31,7 +31,7 @@ fn base(cx: &mut Ctx, b: Option<&str>) -> Option<String> {
     if !cx.safe("image.base", b) {
         return None;
     }
-    match check_image_ref(b) {
+    match image_ref(b) {
         Ok(()) => Some(b.to_string()),
         Err(why) => {
             let code = if why.contains("float") || why.contains("latest") {
@@ -125,14 +125,17 @@ fn wheels(cx: &mut Ctx, w: Option<&str>) -> Option<String> {
     if !cx.safe("image.wheels", w) {
         return None;
     }
-    if is_safe_path(w.trim_end_matches('/'), false) {
+    if project_subdir(w.trim_end_matches('/')) {
         return Some(w.trim_end_matches('/').to_string());
     }
     cx.err(
         INVALID_SPEC,
         "image.wheels",
-        format!("wheels directory `{w}` must be a relative path inside the project"),
-        Some("e.g. wheels = \"wheels\" (no `..`, no absolute path)".into()),
+        format!("wheels directory `{w}` must be a folder inside the project, named relative to it"),
+        Some(
+            "e.g. wheels = \"wheels\" (not the project itself, no `.` or `..`, no absolute path)"
+                .into(),
+        ),
     );
     None
 }

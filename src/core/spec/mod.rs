@@ -18,9 +18,10 @@ mod sources;
 mod target;
 mod validate;
 
+pub use crate::core::rules::is_safe_path;
 pub use locator::Locator;
 pub use packages::{parse_conda_pkg, parse_pip_pkg, PkgParse};
-pub use safety::{is_safe_path, MAX_VALUE_LEN};
+pub use safety::MAX_VALUE_LEN;
 
 use crate::core::diag::{Diagnostic, Location};
 use crate::core::version::Version;

@@ -8,22 +8,8 @@ use super::validate::Ctx;
 use crate::core::compat::Table;
 use crate::core::version::Version;
 
-/// A package version: letters, digits and `. _ - +`, starting with a letter or digit, after an
-/// optional epoch (`1!152.20180717`: PEP 440 and conda both write it `N!`, and it orders before
-/// the rest of the version).
-pub(super) fn is_pkg_version(s: &str) -> bool {
-    let s = match s.split_once('!') {
-        Some((epoch, rest)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => {
-            rest
-        }
-        _ => s,
-    };
-    !s.is_empty()
-        && s.len() <= 64
-        && s.as_bytes()[0].is_ascii_alphanumeric()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
-}
+/// A package version (`1!152.20180717` included): the one rule render checks locks with.
+pub(super) use crate::core::rules::version as is_pkg_version;
 
 /// A requirement written with range operators and nothing else: it is reported as unpinned
 /// (and never reaches any output), not as unsafe.

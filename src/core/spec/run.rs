@@ -3,9 +3,9 @@
 
 use super::codes::INVALID_SPEC;
 use super::raw::RawRun;
-use super::safety::is_safe_path;
 use super::validate::Ctx;
 use super::Run;
+use crate::core::rules::is_safe_path;
 
 /// `[run]`, with its defaults (16g of shared memory, port 8888).
 pub(super) fn run(cx: &mut Ctx, r: &RawRun) -> Run {
@@ -28,7 +28,8 @@ pub(super) fn run(cx: &mut Ctx, r: &RawRun) -> Run {
     }
 }
 
-/// Digits with an optional k/m/g suffix, lowercased; empty when refused.
+/// Digits with an optional k/m/g suffix (`core::rules::shm_size`), lowercased; empty when
+/// refused.
 fn shm_size(cx: &mut Ctx, s: Option<&str>) -> String {
     let Some(s) = s else {
         return "16g".to_string();
@@ -36,21 +37,18 @@ fn shm_size(cx: &mut Ctx, s: Option<&str>) -> String {
     if !cx.safe("run.shm-size", s) {
         return String::new();
     }
-    let digits = s.trim_end_matches(['k', 'm', 'g', 'K', 'M', 'G']);
-    if !digits.is_empty()
-        && digits.len() <= 12
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && s.len() - digits.len() <= 1
-    {
-        return s.to_ascii_lowercase();
+    match crate::core::rules::shm_size(s) {
+        Ok(size) => size,
+        Err(why) => {
+            cx.err(
+                INVALID_SPEC,
+                "run.shm-size",
+                format!("shm-size `{s}` {why}"),
+                Some("use e.g. \"16g\" or \"512m\"".into()),
+            );
+            String::new()
+        }
     }
-    cx.err(
-        INVALID_SPEC,
-        "run.shm-size",
-        format!("shm-size `{s}` is not a size"),
-        Some("use e.g. \"16g\" or \"512m\"".into()),
-    );
-    String::new()
 }
 
 /// A mount point inside the container: an absolute path of plain characters.

@@ -1,0 +1,179 @@
+//! The one rule per kind of value that reaches a rendered file: image references, sizes,
+//! package versions and paths. The spec and a `--table` file are checked with these where their
+//! values enter, and `render` checks a lock with the same ones, so a lock that locks renders.
+//! This module performs no I/O.
+
+use crate::core::expect::{parse_size, SizeError};
+
+/// A Docker image reference pinned by a tag other than `latest`, or by a digest:
+/// `[registry[:port]/]path[:tag][@sha256:<64 hex>]`, the path in lower case (a tag may use
+/// upper case). Anything else (a space, a second word, no tag) is refused, so the value is one
+/// word wherever it lands (`FROM`, labels, run snippets).
+pub fn image_ref(s: &str) -> Result<(), &'static str> {
+    let not_a_ref = "is not an image reference such as `python:3.11-slim-bookworm`";
+    let (name, digest) = match s.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (s, None),
+    };
+    // The tag is after the last `:` of the last path segment (a registry port is not a tag).
+    let last_slash = name.rfind('/').map_or(0, |i| i + 1);
+    let (path, tag) = match name[last_slash..].rfind(':') {
+        Some(i) => (&name[..last_slash + i], Some(&name[last_slash + i + 1..])),
+        None => (name, None),
+    };
+    let path_ok = path.split('/').all(|seg| {
+        seg.as_bytes()
+            .first()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && seg.bytes().all(|b| {
+                b.is_ascii_lowercase()
+                    || b.is_ascii_digit()
+                    || matches!(b, b'.' | b'_' | b'-' | b':')
+            })
+    });
+    let tag_ok = tag.is_none_or(|t| {
+        !t.is_empty()
+            && t.len() <= 128
+            && !t.starts_with(['.', '-'])
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    });
+    if s.len() > crate::core::spec::MAX_VALUE_LEN || !path_ok || !tag_ok {
+        return Err(not_a_ref);
+    }
+    if let Some(d) = digest {
+        return match d.strip_prefix("sha256:") {
+            Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => Ok(()),
+            _ => Err("has a malformed digest (want @sha256:<64 hex>)"),
+        };
+    }
+    match tag {
+        Some("latest") => Err("uses the floating tag `latest`"),
+        Some(_) => Ok(()),
+        None => Err("has no tag, so it floats like `latest`"),
+    }
+}
+
+/// A shared-memory size as the run snippets and the engine take it: digits with an optional
+/// `k`/`m`/`g` (Docker's short form, parsed by the one size parser), no larger than the Engine
+/// API's 64-bit field. Returns it in lower case.
+pub fn shm_size(s: &str) -> Result<String, &'static str> {
+    match parse_size(s) {
+        Ok(size) if size.short && s.trim() == s && !s.starts_with('+') => {
+            if size.bytes > i64::MAX as u64 {
+                Err("is larger than the engine accepts")
+            } else {
+                Ok(s.to_ascii_lowercase())
+            }
+        }
+        Ok(_) | Err(SizeError::Syntax) => Err("is not a size such as `16g` or `512m`"),
+        Err(SizeError::TooLarge) => Err("is larger than the engine accepts"),
+    }
+}
+
+/// An exact package version (`2.5.1`, `0.20.1+cu124`, `1!152.20180717`): letters, digits and
+/// `.`, `_`, `-`, `+`, starting with a letter or digit, with an optional epoch.
+pub fn version(s: &str) -> bool {
+    let s = match s.split_once('!') {
+        Some((epoch, rest)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => {
+            rest
+        }
+        _ => s,
+    };
+    !s.is_empty()
+        && s.len() <= 64
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
+}
+
+/// A path safe to COPY or mount: relative (inside the project) or absolute as asked, no `..`,
+/// and no segment starting with `-` (it would read as an option).
+pub fn is_safe_path(p: &str, absolute: bool) -> bool {
+    !p.is_empty()
+        && p.len() <= crate::core::spec::MAX_VALUE_LEN
+        && p.starts_with('/') == absolute
+        && p.split('/').all(|s| s != ".." && !s.starts_with('-'))
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/'))
+}
+
+/// A directory strictly inside the project, named relative to it (`wheels`, `dist/local`):
+/// a safe relative path with no empty, `.` or `..` segment, so never the project itself.
+pub fn project_subdir(p: &str) -> bool {
+    is_safe_path(p, false) && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_references_must_be_pinned_single_words() {
+        for ok in [
+            "python:3.11-slim-bookworm",
+            "nvcr.io/nvidia/pytorch:24.05-py3",
+            "localhost:5000/img:1.0",
+            "nvidia/cuda:12.4.1-cudnn-RUNTIME-ubuntu22.04",
+            &format!("busybox@sha256:{}", "a".repeat(64)),
+            &format!("busybox:1.36@sha256:{}", "a".repeat(64)),
+        ] {
+            assert_eq!(image_ref(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "python",
+            "python:latest",
+            "localhost:5000/img",
+            "img@sha256:zz",
+            "busybox AS evil FROM alpine:3",
+            "busybox:1 AS x",
+            "Python:3.11",
+            "-x:1",
+            "/x:1",
+            "x:",
+            "x:-1",
+            "x//y:1",
+            "",
+        ] {
+            assert!(image_ref(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes_are_short_docker_sizes_the_engine_takes() {
+        assert_eq!(shm_size("16G").as_deref(), Ok("16g"));
+        assert_eq!(shm_size("4096").as_deref(), Ok("4096"));
+        for bad in [
+            "999999999999g",
+            "99999999999999999999",
+            "512mb",
+            " 1g",
+            "+1g",
+            "1t",
+            "g",
+        ] {
+            assert!(shm_size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn versions_paths_and_subdirectories() {
+        assert!(version("0.20.1+cu124") && version("1!152.20180717"));
+        for bad in ["*", "", "2.*", ">=1", "1 2", "-1", "1;x"] {
+            assert!(!version(bad), "{bad}");
+        }
+        assert!(is_safe_path("wheels/local", false));
+        assert!(!is_safe_path("../etc", false));
+        assert!(!is_safe_path("/abs", false));
+        assert!(is_safe_path("/data", true));
+        assert!(!is_safe_path("/data/../x", true));
+        assert!(!is_safe_path("---", false));
+        assert!(!is_safe_path("/data/-rf", true));
+        assert!(project_subdir("wheels") && project_subdir("dist/local.d"));
+        for bad in [
+            ".", "./", "./wheels", "a/./b", "a//b", "a/", "..", "a/..", "/w",
+        ] {
+            assert!(!project_subdir(bad), "{bad}");
+        }
+    }
+}
