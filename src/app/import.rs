@@ -17,7 +17,7 @@ pub fn import_file(
     opts: &ImportOptions,
 ) -> Result<Result<Imported, Vec<Diagnostic>>, Failure> {
     let text = read_text(file, Input::EnvironmentFile)?;
-    Ok(import(&text, &file.display().to_string(), table, opts))
+    Ok(import(&text, &crate::core::diag::shown(&file), table, opts))
 }
 
 /// Write `bytes` to `out` atomically, refusing (`OUTPUT_EXISTS`) to replace an existing file
@@ -25,8 +25,11 @@ pub fn import_file(
 pub fn write_new(out: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
     if out.exists() && !force {
         return Err(Failure::one(
-            Diagnostic::error(OUTPUT_EXISTS, format!("{} already exists", out.display()))
-                .with_hint("pass --force to overwrite it, or choose another --out"),
+            Diagnostic::error(
+                OUTPUT_EXISTS,
+                format!("{} already exists", crate::core::diag::shown(&out)),
+            )
+            .with_hint("pass --force to overwrite it, or choose another --out"),
         ));
     }
     crate::infra::fs::write_atomic(out, bytes)

@@ -88,8 +88,11 @@ pub fn stale_lock(
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Some(
-                Diagnostic::error(LOCK_MISSING, format!("{} does not exist", path.display()))
-                    .with_hint(fix.to_string()),
+                Diagnostic::error(
+                    LOCK_MISSING,
+                    format!("{} does not exist", crate::core::diag::shown(&path)),
+                )
+                .with_hint(fix.to_string()),
             ))
         }
         Err(e) => return Err(Failure::io(path, &e)),
@@ -103,7 +106,7 @@ pub fn stale_lock(
             LOCK_STALE,
             format!(
                 "{} is stale; re-locking would change:\n    {}",
-                path.display(),
+                crate::core::diag::shown(&path),
                 if changes.is_empty() {
                     "(formatting only)".to_string()
                 } else {

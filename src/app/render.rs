@@ -107,7 +107,10 @@ pub fn dump_templates(dir: &Path, force: bool) -> Result<usize, Failure> {
         return Err(Failure::one(
             Diagnostic::error(
                 super::codes::OUTPUT_EXISTS,
-                format!("{} already exists and is not empty", dir.display()),
+                format!(
+                    "{} already exists and is not empty",
+                    crate::core::diag::shown(&dir)
+                ),
             )
             .with_hint(
                 "pass --force to write into it (files of the same name are overwritten), or \

@@ -57,7 +57,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
         } => {
             report(args.json, &diagnostics, Some(&lock))?;
             if !args.json {
-                eprintln!("{} is up to date", path.display());
+                eprintln!("{} is up to date", crate::core::diag::shown(&path));
             }
             Ok(exit::OK)
         }
@@ -70,7 +70,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
             if !args.json {
                 eprintln!(
                     "wrote {} (torch {} {}, CUDA {}, driver >= {})",
-                    path.display(),
+                    crate::core::diag::shown(&path),
                     lock.packages
                         .get("torch")
                         .map(String::as_str)

@@ -27,7 +27,7 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
     eprintln!(
         "rendered {} files into {} ({} changed)",
         w.files,
-        w.out.display(),
+        crate::core::diag::shown(&w.out),
         w.changed
     );
     Ok(exit::OK)
@@ -39,8 +39,8 @@ pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
             let n = app::dump_templates(dir, *force)?;
             eprintln!(
                 "wrote {n} templates to {}; use them with `envbuild render --templates {}`",
-                dir.display(),
-                dir.display()
+                crate::core::diag::shown(&dir),
+                crate::core::diag::shown(&dir)
             );
             Ok(exit::OK)
         }

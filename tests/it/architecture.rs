@@ -343,6 +343,29 @@ fn every_module_says_what_it_is_for() {
     assert!(missing.is_empty(), "no `//!` module doc: {missing:?}");
 }
 
+/// A file name can hold a newline or an escape sequence: every path shown to a user (messages,
+/// comments in written files) goes through the one helper, `core::diag::shown`, which escapes
+/// control characters. A bare `.display()` anywhere else would print it raw.
+#[test]
+fn every_path_shown_goes_through_the_one_escaping_helper() {
+    let raw: Vec<String> = sources()
+        .into_iter()
+        .filter(|(rel, _)| rel != "core/diag.rs")
+        .flat_map(|(rel, text)| {
+            let code = strip_literals(non_test_part(&rel, &text));
+            code.lines()
+                .enumerate()
+                .filter(|(_, l)| l.contains(".display()"))
+                .map(|(i, _)| format!("src/{rel}:{}", i + 1))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        raw.is_empty(),
+        "use core::diag::shown(path), not .display(): {raw:?}"
+    );
+}
+
 /// `1.89` and `1.89.0` compare equal.
 fn version_tuple(v: &str) -> Vec<u64> {
     let mut t: Vec<u64> = v.split('.').filter_map(|p| p.parse().ok()).collect();

@@ -262,3 +262,28 @@ fn missing_spec_file_is_an_io_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr_of(&out).contains("IO_ERROR"));
 }
+
+/// A folder name with a line break and an escape sequence is shown escaped in every message
+/// (`wrote ...`, `... is up to date`, `... does not exist`), never printed raw.
+#[test]
+fn paths_with_control_characters_are_shown_escaped() {
+    let tmp = tempdir();
+    let dir = tmp.path().join("a\nerror[FAKE]: b\u{1b}[31m");
+    fs::create_dir(&dir).unwrap();
+    let spec = dir.join("envbuild.toml");
+    fs::copy(root().join("specs/torch29-cu128/envbuild.toml"), &spec).unwrap();
+    for args in [vec!["--locked"], vec![], vec![]] {
+        let out = envbuild()
+            .arg("lock")
+            .arg(&spec)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert!(
+            !err.contains("a\nerror[FAKE]") && !err.contains('\u{1b}'),
+            "raw control characters in: {err:?}"
+        );
+        assert!(err.contains("a\\nerror[FAKE]: b\\u{1b}[31m"), "{err:?}");
+    }
+}
