@@ -17,7 +17,7 @@ pub fn import_file(
     opts: &ImportOptions,
 ) -> Result<Result<Imported, Vec<Diagnostic>>, Failure> {
     let text = read_text(file, Input::EnvironmentFile)?;
-    Ok(import(&text, &crate::core::diag::shown(&file), table, opts))
+    Ok(import(&text, &crate::core::diag::shown(file), table, opts))
 }
 
 /// Write `bytes` to `out` atomically, refusing (`OUTPUT_EXISTS`) to replace an existing file
@@ -27,7 +27,7 @@ pub fn write_new(out: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
         return Err(Failure::one(
             Diagnostic::error(
                 OUTPUT_EXISTS,
-                format!("{} already exists", crate::core::diag::shown(&out)),
+                format!("{} already exists", crate::core::diag::shown(out)),
             )
             .with_hint("pass --force to overwrite it, or choose another --out"),
         ));

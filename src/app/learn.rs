@@ -16,13 +16,13 @@ pub fn learn(
 ) -> Result<Learned, Failure> {
     let (base, origin) = match table {
         None => (EMBEDDED.to_string(), "<embedded table>".to_string()),
-        Some(p) => (read_text(p, Input::Table)?, crate::core::diag::shown(&p)),
+        Some(p) => (read_text(p, Input::Table)?, crate::core::diag::shown(p)),
     };
     let mut inputs = Vec::new();
     let mut problems = Vec::new();
     for path in reports {
         let parsed = read_text(path, Input::Report)
-            .and_then(|text| parse_reports(&text, &crate::core::diag::shown(&path)));
+            .and_then(|text| parse_reports(&text, &crate::core::diag::shown(path)));
         match parsed {
             Ok(found) => inputs.extend(found),
             Err(f) => problems.extend(f.diagnostics),

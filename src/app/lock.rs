@@ -90,7 +90,7 @@ pub fn stale_lock(
             return Ok(Some(
                 Diagnostic::error(
                     LOCK_MISSING,
-                    format!("{} does not exist", crate::core::diag::shown(&path)),
+                    format!("{} does not exist", crate::core::diag::shown(path)),
                 )
                 .with_hint(fix.to_string()),
             ))
@@ -106,7 +106,7 @@ pub fn stale_lock(
             LOCK_STALE,
             format!(
                 "{} is stale; re-locking would change:\n    {}",
-                crate::core::diag::shown(&path),
+                crate::core::diag::shown(path),
                 if changes.is_empty() {
                     "(formatting only)".to_string()
                 } else {

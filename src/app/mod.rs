@@ -27,7 +27,7 @@ pub fn load_table(path: Option<&Path>) -> Result<Table, Failure> {
         None => Table::embedded(),
         Some(p) => {
             let text = read_text(p, Input::Table)?;
-            Table::parse(&text, &crate::core::diag::shown(&p))
+            Table::parse(&text, &crate::core::diag::shown(p))
         }
     }
 }
@@ -43,7 +43,7 @@ pub struct LoadedSpec {
 /// spec is invalid but resolvable, its resolution problems are reported too (every problem at
 /// once).
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
-    let display = crate::core::diag::shown(&path);
+    let display = crate::core::diag::shown(path);
     let text = read_text(path, Input::Spec).map_err(|f| f.diagnostics)?;
     match crate::core::spec::parse(&text, Format::from_path(path), &display, table) {
         Ok(spec) => Ok(LoadedSpec {
@@ -106,7 +106,7 @@ pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
                 INVALID_LOCK,
                 format!(
                     "{} is not a valid envbuild lock: {e}",
-                    crate::core::diag::shown(&path)
+                    crate::core::diag::shown(path)
                 ),
             )
             .with_hint("re-create it with `envbuild lock SPEC`"),
@@ -119,5 +119,5 @@ pub fn read_expectations(
     path: &std::path::Path,
 ) -> Result<crate::core::smoke::Expectations, Failure> {
     let text = read_text(path, Input::Expectations)?;
-    crate::core::smoke::Expectations::from_json(&text, &crate::core::diag::shown(&path))
+    crate::core::smoke::Expectations::from_json(&text, &crate::core::diag::shown(path))
 }

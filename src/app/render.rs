@@ -109,7 +109,7 @@ pub fn dump_templates(dir: &Path, force: bool) -> Result<usize, Failure> {
                 super::codes::OUTPUT_EXISTS,
                 format!(
                     "{} already exists and is not empty",
-                    crate::core::diag::shown(&dir)
+                    crate::core::diag::shown(dir)
                 ),
             )
             .with_hint(

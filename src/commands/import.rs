@@ -29,7 +29,7 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
         None => super::out(&spec)?,
         Some(out) => {
             write_new(out, spec.as_bytes(), args.force)?;
-            eprintln!("wrote {}", crate::core::diag::shown(&out));
+            eprintln!("wrote {}", crate::core::diag::shown(out));
         }
     }
     Ok(exit::OK)

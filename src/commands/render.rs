@@ -39,8 +39,8 @@ pub fn templates(cmd: &TemplatesCommand) -> Result<i32, Failure> {
             let n = app::dump_templates(dir, *force)?;
             eprintln!(
                 "wrote {n} templates to {}; use them with `envbuild render --templates {}`",
-                crate::core::diag::shown(&dir),
-                crate::core::diag::shown(&dir)
+                crate::core::diag::shown(dir),
+                crate::core::diag::shown(dir)
             );
             Ok(exit::OK)
         }

@@ -263,7 +263,7 @@ fn learn(table_path: Option<&std::path::Path>, args: &LearnArgs) -> Result<i32, 
         let _ = writeln!(
             err,
             "use it with `envbuild --table {} lock SPEC`",
-            crate::core::diag::shown(&path)
+            crate::core::diag::shown(path)
         );
     }
     Ok(exit::OK)

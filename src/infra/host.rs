@@ -255,15 +255,15 @@ fn probe_real(cfg: &ProbeConfig, table: &Table) -> Found {
         let path = &cfg.proc_version;
         match std::fs::read_to_string(path) {
             Ok(text) => match parse_proc_driver_version(&text) {
-                Some(v) => found.driver = Some((v, crate::core::diag::shown(&path))),
+                Some(v) => found.driver = Some((v, crate::core::diag::shown(path))),
                 None => found.notes.push(format!(
                     "{}: no NVRM version line",
-                    crate::core::diag::shown(&path)
+                    crate::core::diag::shown(path)
                 )),
             },
             Err(e) => found
                 .notes
-                .push(format!("{}: {e}", crate::core::diag::shown(&path))),
+                .push(format!("{}: {e}", crate::core::diag::shown(path))),
         }
     }
     found
