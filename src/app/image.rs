@@ -173,8 +173,9 @@ pub fn image_name(name: &str) -> String {
     format!("envbuild/{}", crate::core::render::dns_label(name))
 }
 
-/// The files of the image, rendered in memory from the lock, plus the lock's `[image] wheels`
-/// directory (read from beside the spec). Run snippets are left out: the build needs none.
+/// The files of the image, rendered in memory from the lock, plus the `*.whl` files of the
+/// lock's `[image] wheels` folder, confined to the spec's folder (`infra::fs::project_wheels`).
+/// Run snippets are left out: the build needs none.
 fn render_files(
     lock: &Lock,
     templates: Option<&Path>,
@@ -186,34 +187,9 @@ fn render_files(
         .map(|(p, b)| (p.to_string(), b.to_vec()))
         .collect();
     for dir in crate::core::render::extra_context_dirs(lock) {
-        add_dir(&spec_dir.join(&dir), &dir, &mut files)?;
+        files.extend(crate::infra::fs::project_wheels(spec_dir, &dir)?);
     }
     Ok(files)
-}
-
-/// Add the regular files under `root` as `prefix/...` (links are not followed).
-fn add_dir(
-    root: &Path,
-    prefix: &str,
-    files: &mut BTreeMap<String, Vec<u8>>,
-) -> Result<(), Failure> {
-    let entries = std::fs::read_dir(root).map_err(|e| Failure::io(root, &e))?;
-    let entries: Vec<std::fs::DirEntry> = entries
-        .collect::<Result<_, _>>()
-        .map_err(|e| Failure::io(root, &e))?;
-    for entry in entries {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = format!("{}/{name}", prefix.trim_end_matches('/'));
-        let kind = entry.file_type().map_err(|e| Failure::io(&path, &e))?;
-        if kind.is_dir() {
-            add_dir(&path, &rel, files)?;
-        } else if kind.is_file() {
-            let bytes = std::fs::read(&path).map_err(|e| Failure::io(&path, &e))?;
-            files.insert(rel, bytes);
-        }
-    }
-    Ok(())
 }
 
 /// Connect to the engine and [`build_and_test`], stopping cleanly on SIGINT/SIGTERM.

@@ -164,6 +164,82 @@ pub fn read_template_dir(dir: &Path) -> Result<crate::core::render::TemplateOver
     })
 }
 
+/// The local wheels of `[image] wheels`: the `*.whl` regular files directly in `project/rel`,
+/// as `rel/NAME` with their bytes, sorted by name. The folder's real path (every symlink on the
+/// way resolved) must lie strictly inside the project's real path, and entries are never
+/// followed: a symlinked wheel, a subfolder, `.env` or `.git/config` is not sent to the engine.
+/// A folder outside the project, the project itself or one without wheels is `CONTEXT_INVALID`.
+pub fn project_wheels(project: &Path, rel: &str) -> Result<Vec<(String, Vec<u8>)>, Failure> {
+    let refuse = |why: String| {
+        Failure::one(
+            Diagnostic::error(
+                crate::infra::docker::codes::CONTEXT_INVALID,
+                format!(
+                    "`[image] wheels` folder `{}` {why}",
+                    crate::core::diag::printable(rel)
+                ),
+            )
+            .with_hint(format!(
+                "point it at a folder of .whl files inside the project (`{}`)",
+                shown(project)
+            )),
+        )
+    };
+    let project_real = std::fs::canonicalize(project).map_err(|e| Failure::io(project, &e))?;
+    let dir = project.join(rel);
+    let real = std::fs::canonicalize(&dir).map_err(|e| Failure::io(&dir, &e))?;
+    if real == project_real {
+        return Err(refuse("is the project itself".into()));
+    }
+    if !real.starts_with(&project_real) {
+        return Err(refuse(format!(
+            "leads out of the project (to `{}`)",
+            shown(&real)
+        )));
+    }
+    if !real.is_dir() {
+        return Err(refuse("is not a folder".into()));
+    }
+    let mut wheels = Vec::new();
+    for entry in std::fs::read_dir(&real).map_err(|e| Failure::io(&real, &e))? {
+        let entry = entry.map_err(|e| Failure::io(&real, &e))?;
+        // `file_type` does not follow a symlink: only plain files count.
+        let kind = entry
+            .file_type()
+            .map_err(|e| Failure::io(&entry.path(), &e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if kind.is_file() && name.ends_with(".whl") && !name.starts_with('.') {
+            let bytes = read_regular_no_follow(&entry.path())?;
+            wheels.push((format!("{}/{name}", rel.trim_end_matches('/')), bytes));
+        }
+    }
+    if wheels.is_empty() {
+        return Err(refuse("has no .whl files".into()));
+    }
+    wheels.sort();
+    Ok(wheels)
+}
+
+/// Read a file listed as a regular file, making sure the file opened is that same file (not a
+/// symlink or another file swapped in since it was listed).
+fn read_regular_no_follow(path: &Path) -> Result<Vec<u8>, Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let listed = std::fs::symlink_metadata(path).map_err(|e| Failure::io(path, &e))?;
+    let mut f = std::fs::File::open(path).map_err(|e| Failure::io(path, &e))?;
+    let opened = f.metadata().map_err(|e| Failure::io(path, &e))?;
+    if !listed.is_file() || (listed.dev(), listed.ino()) != (opened.dev(), opened.ino()) {
+        return Err(Failure::io(
+            path,
+            &std::io::Error::other("changed while being read (not the regular file listed)"),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(opened.len() as usize);
+    f.read_to_end(&mut bytes)
+        .map_err(|e| Failure::io(path, &e))?;
+    Ok(bytes)
+}
+
 /// Write `contents` to `path` atomically: see [`write_all_atomic`].
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     write_all_atomic(&[(path.to_path_buf(), contents.to_vec())])
@@ -373,6 +449,68 @@ fn set_mode(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn local_wheels_stay_inside_the_project_and_are_only_wheels() {
+        use std::os::unix::fs::symlink;
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.whl"), "outside").unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("project");
+        let w = project.join("wheels");
+        std::fs::create_dir_all(w.join("sub")).unwrap();
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(project.join("empty")).unwrap();
+        for (p, text) in [
+            ("wheels/b-1.0-py3-none-any.whl", "b"),
+            ("wheels/a-1.0-py3-none-any.whl", "a"),
+            ("wheels/.env", "TOKEN=1"),
+            ("wheels/notes.txt", "n"),
+            ("wheels/.hidden.whl", "h"),
+            ("wheels/sub/c-1.0-py3-none-any.whl", "c"),
+            (".env", "TOKEN=1"),
+            (".git/config", "[remote]"),
+        ] {
+            std::fs::write(project.join(p), text).unwrap();
+        }
+        symlink(outside.path().join("secret.whl"), w.join("secret.whl")).unwrap();
+        symlink("a-1.0-py3-none-any.whl", w.join("again.whl")).unwrap();
+        symlink(outside.path(), project.join("out")).unwrap();
+        symlink("wheels", project.join("inside")).unwrap();
+        symlink("..", project.join("up")).unwrap();
+
+        let got = project_wheels(&project, "wheels").unwrap();
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "wheels/a-1.0-py3-none-any.whl",
+                "wheels/b-1.0-py3-none-any.whl"
+            ]
+        );
+        assert_eq!(got[0].1, b"a");
+        // A symlink that stays inside the project is resolved; the names keep the spec's path.
+        let via_link = project_wheels(&project, "inside").unwrap();
+        assert_eq!(via_link[0].0, "inside/a-1.0-py3-none-any.whl");
+
+        for (rel, why) in [
+            (".", "is the project itself"),
+            ("up/project", "is the project itself"),
+            ("out", "leads out of the project"),
+            ("up", "leads out of the project"),
+            ("empty", "has no .whl files"),
+            ("wheels/notes.txt", "is not a folder"),
+        ] {
+            let err = project_wheels(&project, rel).unwrap_err();
+            let d = &err.diagnostics[0];
+            assert_eq!(d.code, "CONTEXT_INVALID", "{rel}");
+            assert!(d.message.contains(why), "{rel}: {}", d.message);
+        }
+        assert_eq!(
+            project_wheels(&project, "missing").unwrap_err().diagnostics[0].code,
+            "IO_ERROR"
+        );
+    }
 
     #[test]
     fn a_refused_input_carries_the_code_and_hint_of_its_kind() {

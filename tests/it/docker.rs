@@ -1050,3 +1050,73 @@ fn real_pypi_torch_2141_image_passes_the_cpu_smoke_test() {
     assert!(!text.contains("ARCH_MISSING\""), "{text}");
     d.assert_no_smoke_container("after the real PyPI image");
 }
+
+/// `[image] wheels` sends the engine the project's `*.whl` files and nothing else: not `.env`
+/// beside them, not a symlinked wheel from outside the project; a folder that leads out of the
+/// project, or the project itself, is refused before anything is built.
+#[test]
+fn local_wheels_send_only_the_projects_wheel_files_to_the_engine() {
+    use std::os::unix::fs::symlink;
+    let test = "local_wheels_send_only_the_projects_wheel_files_to_the_engine";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = support::busybox_image(&d);
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret-1.0-py3-none-any.whl"), "secret").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path();
+    std::fs::create_dir_all(project.join("wheels")).unwrap();
+    std::fs::write(project.join("wheels/a-1.0-py3-none-any.whl"), "a").unwrap();
+    std::fs::write(project.join("wheels/.env"), "TOKEN=hunter2").unwrap();
+    std::fs::write(project.join(".env"), "TOKEN=hunter2").unwrap();
+    symlink(
+        outside.path().join("secret-1.0-py3-none-any.whl"),
+        project.join("wheels/secret-1.0-py3-none-any.whl"),
+    )
+    .unwrap();
+    symlink(outside.path(), project.join("elsewhere")).unwrap();
+    // A Dockerfile that lists what the engine received, then fails (so no smoke test runs).
+    let templates = project.join("templates");
+    std::fs::create_dir(&templates).unwrap();
+    std::fs::write(
+        templates.join("Dockerfile.j2"),
+        "FROM {{ base_image }} AS runtime\nCOPY {{ wheels }}/ /w/\nRUN find /w -print && false\n",
+    )
+    .unwrap();
+    let spec = project.join("envbuild.toml");
+    let cache = tempfile::tempdir().unwrap();
+    let image = |wheels: &str| {
+        let text = support::spec_on_base(&format!("wheels-{}", nonce()), &base);
+        std::fs::write(&spec, format!("{text}wheels = \"{wheels}\"\n")).unwrap();
+        let out = envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none", "--update-lock", "--templates"])
+            .arg(&templates)
+            .env("ENVBUILD_CACHE_DIR", cache.path())
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+
+    let err = image("wheels");
+    assert!(err.contains("BUILD_STEP_FAILED"), "{err}");
+    assert!(err.contains("/w/a-1.0-py3-none-any.whl"), "{err}");
+    assert!(!err.contains(".env") && !err.contains("secret"), "{err}");
+
+    let err = image("elsewhere");
+    assert!(
+        err.contains("CONTEXT_INVALID") && err.contains("leads out of the project"),
+        "{err}"
+    );
+    assert!(!err.contains("step 1/"), "nothing is built: {err}");
+    let err = image(".");
+    assert!(
+        err.contains("INVALID_SPEC") && err.contains("wheels"),
+        "{err}"
+    );
+    d.assert_no_smoke_container("after envbuild image with local wheels");
+}
