@@ -66,10 +66,11 @@ fn variants(v: VariantArg) -> Vec<String> {
 /// `envbuild image SPEC`: lock check (or `--update-lock`), render, build, smoke test, report.
 pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
     let checked = crate::app::image::check_lock(table, &args.spec, args.update_lock)?;
-    super::eprint_diagnostics(&checked.diagnostics);
+    // A stale or failing lock is the run's failure, so `--json` and `--junit` report it too.
     let Some(lock) = checked.lock else {
-        return Ok(crate::core::diag::exit::FAILURE);
+        return Err(Failure::new(checked.diagnostics));
     };
+    super::eprint_diagnostics(&checked.diagnostics);
     let opts = options(&args);
     let progress = ProgressMode::detect(args.verbose);
     let rendered = crate::app::image::rendered_image(
@@ -142,8 +143,7 @@ fn report_failure(
     junit: Option<&Path>,
 ) -> Result<(), Failure> {
     if let Some(path) = junit {
-        let xml = crate::core::report::junit_xml(&[super::smoke_run::error_suite(name, f)])?;
-        crate::infra::fs::write_atomic(path, xml.as_bytes())?;
+        super::write_junit(path, &[super::smoke_run::error_suite(name, f)])?;
     }
     if json {
         super::print_json(&serde_json::json!({

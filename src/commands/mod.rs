@@ -22,20 +22,64 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// none, so `--json` gives exactly one.
 static STDOUT_WRITTEN: AtomicBool = AtomicBool::new(false);
 
+/// Whether the command wrote its `--junit` file: `run` writes one for a failure only when the
+/// command did not, so CI always finds the file it asked for.
+static JUNIT_WRITTEN: AtomicBool = AtomicBool::new(false);
+
 /// Run one command; `Ok(code)` is the exit code of a command that ran to completion.
 ///
 /// With `--json`, every run prints exactly one JSON document on stdout: a command that fails
 /// before printing its own (an unreadable spec, table or lock, an engine that does not answer, a
 /// Python that cannot start) gets the error document here. The failure still goes to stderr.
+///
+/// Likewise with `--junit FILE`, every run that fails writes the file: a failure before the
+/// command wrote its own (a bad spec, lock, table or expectations file, an engine that does not
+/// answer, a Python that cannot start) gets one failing test case naming the code and message.
 pub fn run(cli: Cli) -> Result<i32, Failure> {
     let json = json_requested(&cli.command);
+    let junit = junit_requested(&cli.command);
     let result = run_command(cli);
+    if let (Some((path, suite)), Err(failure)) = (&junit, &result) {
+        if !JUNIT_WRITTEN.load(Ordering::Relaxed) {
+            let written = write_junit(path, &[smoke_run::error_suite(suite, failure)]);
+            // The run's own failure is what the exit code and stderr report.
+            if let Err(e) = written {
+                eprint_diagnostics(&e.diagnostics);
+            }
+        }
+    }
     if let (Some(shape), Err(failure)) = (json, &result) {
         if !STDOUT_WRITTEN.load(Ordering::Relaxed) {
             print_json(&error_document(shape, &failure.diagnostics))?;
         }
     }
     result
+}
+
+/// `--junit FILE` and the name of the suite an early failure is reported under.
+fn junit_requested(command: &Command) -> Option<(std::path::PathBuf, String)> {
+    let (path, suite) = match command {
+        Command::Image(a) => (
+            a.junit.as_ref(),
+            format!("envbuild image {}", crate::core::diag::shown(&a.spec)),
+        ),
+        Command::Test(a) => (a.junit.as_ref(), a.image.clone()),
+        Command::Smoke(a) => (a.junit.as_ref(), "envbuild.smoke".to_string()),
+        _ => (None, String::new()),
+    };
+    path.map(|p| (p.clone(), suite))
+}
+
+/// Write the JUnit file (atomically: see `infra::fs::write_atomic`); every `--junit` write goes
+/// through here.
+pub fn write_junit(
+    path: &std::path::Path,
+    suites: &[crate::core::report::Suite<'_>],
+) -> Result<(), Failure> {
+    let xml = crate::core::report::junit_xml(suites)?;
+    crate::infra::fs::write_atomic(path, xml.as_bytes())?;
+    JUNIT_WRITTEN.store(true, Ordering::Relaxed);
+    Ok(())
 }
 
 /// The shape of a command's `--json` document, when `--json` was given.

@@ -31,8 +31,7 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     };
     let SmokeRun { report, mismatches } = smoke(table, &req)?;
     if let Some(path) = &args.junit {
-        let xml = crate::core::report::junit_xml(&[smoke::junit_suite(&report, "envbuild.smoke")])?;
-        crate::infra::fs::write_atomic(path, xml.as_bytes())?;
+        super::write_junit(path, &[smoke::junit_suite(&report, "envbuild.smoke")])?;
     }
     let text = if args.json {
         // The report with the run's diagnostics beside its checks; `table learn` reads it back.

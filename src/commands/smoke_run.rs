@@ -10,7 +10,7 @@ use crate::app::test::SmokeResult;
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::Lock;
-use crate::core::report::{junit_xml, Suite, SuiteBody};
+use crate::core::report::{Suite, SuiteBody};
 use crate::core::smoke::{junit_suite, render_table};
 use crate::infra::docker::run::SmokeOutcome;
 use std::path::Path;
@@ -22,7 +22,12 @@ pub fn error_suite<'a>(name: &str, f: &'a Failure) -> Suite<'a> {
         time: None,
         properties: Vec::new(),
         body: SuiteBody::Error {
-            code: f.diagnostics.first().map(|d| d.code).unwrap_or("INTERNAL"),
+            code: f
+                .diagnostics
+                .iter()
+                .find(|d| d.is_error())
+                .or(f.diagnostics.first())
+                .map_or("INTERNAL", |d| d.code),
             message: f.to_string(),
         },
     }
@@ -57,7 +62,7 @@ pub fn report(
                 Err(f) => error_suite(&r.name, f),
             })
             .collect();
-        crate::infra::fs::write_atomic(path, junit_xml(&suites)?.as_bytes())?;
+        super::write_junit(path, &suites)?;
     }
     let all_passed = results.iter().all(SmokeResult::passed);
     if json {

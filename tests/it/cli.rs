@@ -242,3 +242,121 @@ fn json_runs_print_one_document_for_every_error() {
         assert!(doc.to_string().contains(code), "{args:?}: {doc}");
     }
 }
+
+/// `--junit FILE` is written for every failure, in every command that takes it: a bad spec,
+/// lock, table or expectations file, an engine that does not answer, a Python that cannot start
+/// or prints no report. The file holds one failing test case naming the code and the message,
+/// and replaces an older file whole.
+#[test]
+fn junit_is_written_for_every_failure_of_every_command_that_takes_it() {
+    let dir = tempdir();
+    let d = dir.path();
+    let bad_spec = write(
+        d,
+        "bad.toml",
+        "name = \"x\"\npython = \"3.11\"\npytorch = \"latest\"\n",
+    );
+    let good_spec = write(
+        d,
+        "good.toml",
+        &std::fs::read_to_string(crate::support::root().join("specs/torch29-cu128/envbuild.toml"))
+            .unwrap(),
+    );
+    let bad_lock = write(d, "bad.lock", "version = 99\n");
+    let bad_table = write(d, "table.toml", "[meta]\n");
+    let bad_expect = write(d, "expect.json", "{");
+    let mute = crate::support::script(d, "mute-python", "exit 0\n");
+    let py = crate::support::script(d, "py", "echo not a report\n");
+    let no_engine = "unix:///nonexistent/envbuild-junit.sock";
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["image".into(), s(&bad_spec)], "UNPINNED_VERSION"),
+        (vec!["image".into(), s(&good_spec)], "LOCK_MISSING"),
+        (
+            vec![
+                "--table".into(),
+                s(&bad_table),
+                "image".into(),
+                s(&good_spec),
+            ],
+            "TABLE_INVALID",
+        ),
+        (
+            vec!["image".into(), s(&good_spec), "--update-lock".into()],
+            "ENGINE_UNREACHABLE",
+        ),
+        (vec!["test".into(), "x:1".into()], "ENGINE_UNREACHABLE"),
+        (
+            vec!["test".into(), "x:1".into(), "--lock".into(), s(&bad_lock)],
+            "INVALID_LOCK",
+        ),
+        (
+            vec![
+                "test".into(),
+                "x:1".into(),
+                "--expect-file".into(),
+                s(&bad_expect),
+            ],
+            "INVALID_EXPECTATIONS",
+        ),
+        (
+            vec![
+                "smoke".into(),
+                "--python".into(),
+                "/nonexistent/python3".into(),
+            ],
+            "SMOKE_PYTHON_NOT_FOUND",
+        ),
+        (
+            vec!["smoke".into(), "--lock".into(), s(&bad_lock)],
+            "INVALID_LOCK",
+        ),
+        (
+            vec!["smoke".into(), "--expect-file".into(), s(&bad_expect)],
+            "INVALID_EXPECTATIONS",
+        ),
+        (
+            vec!["--table".into(), s(&bad_table), "smoke".into()],
+            "TABLE_INVALID",
+        ),
+        (
+            vec!["smoke".into(), "--python".into(), s(&py)],
+            "SMOKE_BAD_OUTPUT",
+        ),
+        (
+            vec!["smoke".into(), "--python".into(), s(&mute)],
+            "SMOKE_BAD_OUTPUT",
+        ),
+    ];
+    let junit = d.join("out.xml");
+    for (args, code) in &cases {
+        std::fs::write(&junit, "stale").unwrap();
+        let out = envbuild()
+            .args(args)
+            .arg("--junit")
+            .arg(&junit)
+            .env("DOCKER_HOST", no_engine)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(code), "{args:?}: {err}");
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        assert!(
+            xml.starts_with("<?xml")
+                && xml.contains(&format!("type=\"{code}\""))
+                && xml.contains(&format!("error[{code}]"))
+                && xml.contains("errors=\"1\""),
+            "{args:?}: {xml}"
+        );
+    }
+    // Every command whose help offers --junit is among those covered above.
+    for cmd in COMMANDS {
+        let help = stdout_of(&envbuild().args([cmd, "--help"]).output().unwrap());
+        assert_eq!(
+            help.contains("--junit"),
+            ["image", "test", "smoke"].contains(cmd),
+            "{cmd}"
+        );
+    }
+}
