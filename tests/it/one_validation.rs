@@ -43,8 +43,9 @@ fn specs() -> Vec<(String, String)> {
         "full".into(),
         "name = \"full\"\npython = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"\n\
          pip = [\"einops==0.8.0\"]\nconda = [\"conda-forge::rich=13.7.1\"]\n\
-         [target]\ndriver = \"560.35.03\"\ngpus = [\"A100\", \"8.9\"]\n\
+         [target]\ndriver = \"560.35.03\"\ngpus = [\"A100\", \"8.9\"]\nplatform = \"linux-64\"\nglibc = \"2.31\"\n\
          [image]\nbase = \"python:3.11-slim-bookworm\"\nwheels = \"wheels\"\njupyterlab = \"4.4.10\"\n\
+         variants = [\"runtime\", \"dev\"]\nbase-provides = [\"torchaudio\"]\n\
          [run]\nshm-size = \"8g\"\ndatasets = \"/data\"\ncheckpoints = \"/ckpt\"\n"
             .into(),
     ));
@@ -111,14 +112,19 @@ fn strip_indices(path: &str) -> String {
     out
 }
 
-/// Lock `text` against `table`; when it locks, render the lock, or say why not.
-fn locks_but_does_not_render(text: &str, table: &Table) -> Option<String> {
+/// The lock of `text` against `table`, when it locks without an error.
+fn lock_of(text: &str, table: &Table) -> Option<envbuild::core::lock::Lock> {
     let spec = parse(text, Format::Toml, "spec.toml", table).ok()?;
     let r = envbuild::core::resolve::resolve(&spec, table, "0");
     if r.has_errors() {
         return None;
     }
-    let lock = r.lock?;
+    r.lock
+}
+
+/// Lock `text` against `table`; when it locks, render the lock, or say why not.
+fn locks_but_does_not_render(text: &str, table: &Table) -> Option<String> {
+    let lock = lock_of(text, table)?;
     render(&lock, &RenderOptions::default())
         .err()
         .map(|f| format!("{:?}", f.diagnostics))
@@ -129,6 +135,8 @@ fn every_spec_string_that_locks_renders() {
     let table = Table::embedded().unwrap();
     let mut tried = 0;
     for (name, text) in specs() {
+        // Each starting point locks and renders, so the variations below test something.
+        assert!(lock_of(&text, &table).is_some(), "{name} does not lock");
         assert!(
             locks_but_does_not_render(&text, &table).is_none(),
             "{name} itself"
@@ -159,6 +167,12 @@ fn every_table_string_that_loads_and_locks_renders() {
     string_paths(&doc, "", &mut paths);
     let patterns: BTreeSet<String> = paths.iter().map(|p| strip_indices(p)).collect();
     let specs = specs();
+    for (name, text) in &specs {
+        assert!(
+            lock_of(text, &Table::embedded().unwrap()).is_some(),
+            "{name} does not lock"
+        );
+    }
     let mut loaded = 0;
     for pattern in &patterns {
         // Source citations and notes never reach a lock; their keys are checked for existence.
