@@ -103,13 +103,16 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// `s` with control characters and Unicode line breaks escaped (`\n`, `\u{2028}`), so a file
-/// name cannot end a message line, forge another diagnostic or add lines to a file it is
-/// written into.
+/// `s` with control characters, Unicode line breaks and bidirectional overrides escaped (`\n`,
+/// `\u{2028}`, `\u{202e}`), so a file name cannot end a message line, forge another diagnostic,
+/// add lines to a file it is written into, or make a terminal show it reordered.
 pub fn printable(s: &str) -> String {
     s.chars()
         .map(|c| {
-            if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}') {
+            if c.is_control()
+                || matches!(c, '\u{2028}' | '\u{2029}' | '\u{85}')
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+            {
                 c.escape_default().to_string()
             } else {
                 c.to_string()
@@ -242,6 +245,7 @@ mod tests {
             printable("a\nb\rc\td\u{2028}e\u{1b}[31m"),
             "a\\nb\\rc\\td\\u{2028}e\\u{1b}[31m"
         );
+        assert_eq!(printable("a\u{202e}lmth.toml"), "a\\u{202e}lmth.toml");
         assert_eq!(
             printable("plain/ünïcode path.toml"),
             "plain/ünïcode path.toml"
