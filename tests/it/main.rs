@@ -17,10 +17,3 @@ mod smoke;
 mod spec_props;
 mod support;
 mod table;
-
-/// Base images and engine access for the Docker tests (tests/support/).
-#[path = "../support/mod.rs"]
-mod engine_support;
-
-mod bench;
-mod docker;

@@ -1,5 +1,5 @@
 //! Test support for the Docker tests: reaching the engine (skip with a reason outside CI, fail
-//! in CI), and making base images reproducibly from Debian's packages on this machine, cached on
+//! in CI; the docker target's harness shows a skip as ignored), and making base images reproducibly from Debian's packages on this machine, cached on
 //! the engine under a tag derived from the recipe, so a run pays for each once.
 //!
 //! - `envbuild-test/busybox:<hash>`: a static busybox `FROM scratch`-style rootfs (2 MB).
@@ -41,20 +41,45 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
-/// Skip (outside CI, saying why) or fail (in CI).
+/// Why a Docker test did not run: the unwind payload of a skip, which the docker target's
+/// harness (tests/docker/main.rs) reports as "ignored" with this reason.
+#[derive(Debug)]
+pub struct Skip(pub String);
+
+/// Skip (outside CI, saying why) or fail (in CI): for what CI must have (an engine, a tool).
+/// Either way the test stops here.
 pub fn skip_or_fail(test: &str, why: &str) {
     if in_ci() {
         panic!("{test}: {why} (CI=true: Docker tests must not skip)");
     }
-    // Straight to stderr, past libtest's capture, so the skip is visible in a normal run.
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    let _ = test;
+    std::panic::panic_any(Skip(why.to_string()));
 }
 
-/// Skip for a reason that is not a missing engine (so also in CI), saying why.
+/// Skip for a reason that is not a missing engine or tool (so also in CI), saying why.
 pub fn skip_because(test: &str, why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    let _ = test;
+    std::panic::panic_any(Skip(why.to_string()));
+}
+
+/// Whether `tool` can be started (`tool --version`); if not, skip or fail saying which Debian
+/// package to install.
+pub fn need_tool(tool: &str, package: &str) {
+    let found = Command::new(tool)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        skip_or_fail(
+            tool,
+            &format!(
+                "`{tool}` is not installed: install {package} (apt-get install {package}; \
+                 .ci/docker-up.sh does it)"
+            ),
+        );
+    }
 }
 
 /// A test's hold on the engine: the serialising lock, a runtime and a connection (envbuild's,
@@ -268,7 +293,13 @@ fn static_busybox() -> Vec<u8> {
             .current_dir(&dir)
             .status()
             .is_ok_and(|s| s.success());
-        assert!(ok, "apt-get download busybox-static failed (install busybox-static, or let .ci/docker-up.sh do it)");
+        if !ok {
+            skip_or_fail(
+                "busybox",
+                "no static busybox at /bin/busybox and `apt-get download busybox-static` failed: \
+                 install busybox-static (apt-get install busybox-static; .ci/docker-up.sh does it)",
+            );
+        }
         let deb = std::fs::read_dir(&dir)
             .expect("read dir")
             .filter_map(|e| e.ok())
@@ -505,6 +536,7 @@ fn debian_image(d: &Docker, repo: &str, hook: &str) -> String {
         let out = cache_dir().join(format!("{stem}-{tag}.tar"));
         if !out.is_file() {
             // mmdebstrap picks its output format from the name: keep `.tar` last, and say it.
+            need_tool("mmdebstrap", "mmdebstrap");
             let tmp = cache_dir().join(format!("{stem}-{tag}.partial.tar"));
             let _ = std::fs::remove_file(&tmp);
             let status = Command::new("mmdebstrap")
