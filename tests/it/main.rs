@@ -10,6 +10,7 @@ mod learn;
 mod lock;
 mod readme;
 mod render;
+mod render_kill;
 mod resolve_props;
 mod script_gpu;
 mod script_units;
