@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 pub fn trials() -> Vec<libtest_mimic::Trial> {
     trials![
         unreachable_engine_is_a_clear_error,
+        another_runs_smoke_container_is_not_counted,
         missing_image_is_named,
         canned_reports_drive_verdict_table_json_and_junit,
         an_images_own_entrypoint_does_not_hijack_the_smoke_run,
@@ -125,6 +126,26 @@ fn unreachable_engine_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("ENGINE_UNREACHABLE"), "{err}");
     assert!(err.contains("DOCKER_HOST"), "hint names DOCKER_HOST: {err}");
+}
+
+/// Another envbuild run on the same engine (or a crashed one) has smoke containers: this run's
+/// leftover checks count only containers with its own run id.
+fn another_runs_smoke_container_is_not_counted() {
+    let Some(d) = support::engine("another_runs_smoke_container_is_not_counted") else {
+        return;
+    };
+    let image = support::busybox_image(&d);
+    let other = d.create_smoke_container(&image, &format!("other{}", nonce()));
+    let ours = d.create_smoke_container(&image, &support::run_id());
+    let counted = d.smoke_containers();
+    d.remove_container(&other);
+    d.remove_container(&ours);
+    assert_eq!(
+        counted,
+        vec![ours],
+        "another run's container {other} was counted"
+    );
+    d.assert_no_smoke_container("after removing both");
 }
 
 fn missing_image_is_named() {

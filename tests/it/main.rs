@@ -4,6 +4,7 @@
 
 mod architecture;
 mod cli;
+mod confinement;
 mod doctor;
 mod import;
 mod learn;

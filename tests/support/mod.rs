@@ -49,10 +49,14 @@ pub struct Skip(pub String);
 /// Skip (outside CI, saying why) or fail (in CI): for what CI must have (an engine, a tool).
 /// Either way the test stops here.
 pub fn skip_or_fail(test: &str, why: &str) {
-    if in_ci() {
+    skip_or_fail_in(in_ci(), test, why);
+}
+
+/// [`skip_or_fail`] with CI given (the harness checks both ways in one process).
+pub fn skip_or_fail_in(ci: bool, test: &str, why: &str) {
+    if ci {
         panic!("{test}: {why} (CI=true: Docker tests must not skip)");
     }
-    let _ = test;
     std::panic::panic_any(Skip(why.to_string()));
 }
 
@@ -62,23 +66,28 @@ pub fn skip_because(test: &str, why: &str) {
     std::panic::panic_any(Skip(why.to_string()));
 }
 
-/// Whether `tool` can be started (`tool --version`); if not, skip or fail saying which Debian
-/// package to install.
-pub fn need_tool(tool: &str, package: &str) {
-    let found = Command::new(tool)
+/// Whether `tool` can be started (`tool --version`).
+pub fn tool_found(tool: &str) -> bool {
+    Command::new(tool)
         .arg("--version")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
-        .is_ok();
-    if !found {
-        skip_or_fail(
-            tool,
-            &format!(
-                "`{tool}` is not installed: install {package} (apt-get install {package}; \
-                 .ci/docker-up.sh does it)"
-            ),
-        );
+        .is_ok()
+}
+
+/// What to do about a missing tool: the Debian package to install.
+pub fn missing_tool(tool: &str, package: &str) -> String {
+    format!(
+        "`{tool}` is not installed: install {package} (apt-get install {package}; \
+         .ci/docker-up.sh does it)"
+    )
+}
+
+/// Skip or fail, saying which Debian package to install, unless `tool` can be started.
+pub fn need_tool(tool: &str, package: &str) {
+    if !tool_found(tool) {
+        skip_or_fail(tool, &missing_tool(tool, package));
     }
 }
 
@@ -217,6 +226,37 @@ impl Docker {
             .collect()
     }
 
+    /// Create (never start) a container of `image` labelled as a smoke container of run
+    /// `run_id`: what another envbuild run on the same engine has while it runs, or a crashed
+    /// one left. Returns its id.
+    pub fn create_smoke_container(&self, image: &str, run_id: &str) -> String {
+        let mut labels = std::collections::HashMap::new();
+        labels.insert("dev.envbuild.smoke".to_string(), "1".to_string());
+        labels.insert(docker::labels::RUN_ID.to_string(), run_id.to_string());
+        let body = bollard::models::ContainerCreateBody {
+            image: Some(image.to_string()),
+            cmd: Some(vec!["true".into()]),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            ..Default::default()
+        };
+        self.block_on(self.client.create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        ))
+        .expect("create a container")
+        .id
+    }
+
+    /// Force-remove a container this test made.
+    pub fn remove_container(&self, id: &str) {
+        let opts = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .build();
+        self.block_on(self.client.remove_container(id, Some(opts)))
+            .unwrap_or_else(|e| panic!("cannot remove container {id}: {e}"));
+    }
+
     pub fn assert_no_smoke_container(&self, context: &str) {
         let left = self.smoke_containers();
         assert!(
@@ -296,8 +336,10 @@ fn static_busybox() -> Vec<u8> {
         if !ok {
             skip_or_fail(
                 "busybox",
-                "no static busybox at /bin/busybox and `apt-get download busybox-static` failed: \
-                 install busybox-static (apt-get install busybox-static; .ci/docker-up.sh does it)",
+                &format!(
+                    "no static busybox at /bin/busybox and `apt-get download` failed: {}",
+                    missing_tool("busybox", "busybox-static")
+                ),
             );
         }
         let deb = std::fs::read_dir(&dir)
