@@ -340,6 +340,7 @@ fn commit(root: &Path, changed: &[(PathBuf, &Vec<u8>)]) -> Result<(), Failure> {
 
 /// A rename cannot cross file systems: refuse, before anything is written, a set whose files
 /// are not all on the file system of the folder that stages them.
+#[cfg(unix)]
 fn same_file_system<'a>(root: &Path, paths: impl Iterator<Item = &'a Path>) -> Result<(), Failure> {
     use std::os::unix::fs::MetadataExt;
     let dev = |p: &Path| {
@@ -364,6 +365,11 @@ fn same_file_system<'a>(root: &Path, paths: impl Iterator<Item = &'a Path>) -> R
             ));
         }
     }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn same_file_system<'a>(_: &Path, _: impl Iterator<Item = &'a Path>) -> Result<(), Failure> {
     Ok(())
 }
 
@@ -453,12 +459,13 @@ fn parse_entry(root: &Path, line: &str) -> Option<(PathBuf, PathBuf)> {
 }
 
 fn hex_of(s: &std::ffi::OsStr) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    s.as_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    s.as_encoded_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn unhex(s: &str) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStringExt;
     if !s.len().is_multiple_of(2) {
         return None;
     }
@@ -466,7 +473,11 @@ fn unhex(s: &str) -> Option<PathBuf> {
         .step_by(2)
         .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
         .collect();
-    Some(PathBuf::from(std::ffi::OsString::from_vec(bytes?)))
+    #[cfg(unix)]
+    let name: std::ffi::OsString = std::os::unix::ffi::OsStringExt::from_vec(bytes?);
+    #[cfg(not(unix))]
+    let name = String::from_utf8(bytes?).ok()?;
+    Some(PathBuf::from(name))
 }
 
 /// `path` made absolute against the current directory (its folder exists: it was created).
