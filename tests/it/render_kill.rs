@@ -1,5 +1,5 @@
-//! `render` under kill -9: two specs rendered in turn into one folder, each render killed at a
-//! random moment; after each kill, the next envbuild command that writes the folder (here
+//! `render` under kill -9: two specs rendered in turn into one folder, each render (and every
+//! third time a `lock` into the folder) killed at a random moment; after each kill, the next envbuild command that writes the folder (here
 //! `lock --out`, which rewrites none of the rendered files) recovers it. Every rendered file then
 //! comes from one spec, and no temporary or journal is left.
 
@@ -101,9 +101,15 @@ fn kill_9_mid_render_then_the_next_write_leaves_one_whole_set_and_no_temporary()
     let (mut kills, mut mixed_before_recovery, mut interrupted) = (0, 0, 0);
     while kills < 150 && start.elapsed() < Duration::from_secs(60) {
         let (spec, lock) = &sets[kills % 2];
+        // Every third kill hits `lock` writing into the folder instead (its temporaries too).
+        let (command, input) = if kills % 3 == 2 {
+            ("lock", spec)
+        } else {
+            ("render", lock)
+        };
         let mut child = std::process::Command::new(&bin)
-            .arg("render")
-            .arg(lock)
+            .arg(command)
+            .arg(input)
             .arg("--out")
             .arg(&out)
             .stdout(std::process::Stdio::null())
