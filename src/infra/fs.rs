@@ -408,6 +408,10 @@ fn recover_locked(dir: &Path) -> Result<bool, Failure> {
                         &std::io::Error::new(std::io::ErrorKind::InvalidData, "bad journal entry"),
                     )
                 })?;
+                // A folder removed since the kill is made again: the set is finished whole.
+                if tmp.exists() {
+                    let _ = std::fs::create_dir_all(parent_of(&real));
+                }
                 match std::fs::rename(&tmp, &real) {
                     Ok(()) => {}
                     // Renamed before the kill.
@@ -741,20 +745,28 @@ mod tests {
             root.join(format!("{TEMP_PREFIX}pod.yaml-2")),
         );
         std::fs::write(&tb, "new").unwrap();
+        // A destination whose folder was removed after the kill.
+        let (c, tc) = (
+            root.join("gone/compose.yaml"),
+            root.join(format!("{TEMP_PREFIX}compose.yaml-3")),
+        );
+        std::fs::write(&tc, "new").unwrap();
         let journal = format!(
-            "{JOURNAL_HEADER}\n{}\n{}\n",
+            "{JOURNAL_HEADER}\n{}\n{}\n{}\n",
             journal_entry(&root, &ta, &a).unwrap(),
-            journal_entry(&root, &tb, &b).unwrap()
+            journal_entry(&root, &tb, &b).unwrap(),
+            journal_entry(&root, &tc, &c).unwrap()
         );
         std::fs::write(root.join(JOURNAL), journal).unwrap();
         // Any write into the folder recovers it first (here one of another file).
         write_atomic(&root.join("envbuild.lock"), b"lock").unwrap();
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "new");
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "new");
-        assert!(!root.join(JOURNAL).exists() && !tb.exists());
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), "new");
+        assert!(!root.join(JOURNAL).exists() && !tb.exists() && !tc.exists());
 
         // Killed before the commit: staged files but no journal. They are discarded.
-        let staged = root.join(format!("{TEMP_PREFIX}pod.yaml-3"));
+        let staged = root.join(format!("{TEMP_PREFIX}pod.yaml-4"));
         std::fs::write(&staged, "newer").unwrap();
         assert!(!recover(&root).unwrap(), "nothing to roll forward");
         assert!(!staged.exists());
