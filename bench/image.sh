@@ -11,5 +11,5 @@ out="${1:-target/bench-image.json}"
 mkdir -p "$(dirname "$out")"
 # Both benchmarks: the engine side on a fixture render, and the real CLI on a rendered spec.
 ENVBUILD_BENCH_OUT="$(realpath -m "$out")" \
-    cargo test --release --test it bench_ -- --ignored --nocapture --test-threads 1
+    cargo test --release --test docker bench_ -- --ignored --nocapture --test-threads 1
 echo "results: $out and ${out%.json}.cli.json"

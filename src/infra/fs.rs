@@ -245,11 +245,14 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     write_all_atomic(&[(path.to_path_buf(), contents.to_vec())])
 }
 
-/// Temporaries start with this, so a run killed mid-write leaves files that say whose they are,
-/// and the next write into the same folder removes them once they are `STALE_TEMP` old.
+/// Temporaries start with this, so a run killed mid-write leaves files that say whose they are;
+/// the next write into the folder removes them (see [`write_all_atomic`]).
 pub const TEMP_PREFIX: &str = ".envbuild-tmp-";
-/// Older than this, a temporary cannot belong to a write still in progress (writes take ms).
-const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+/// The commit record of a write in progress: present from the moment the staged set is
+/// committed until every staged file has been renamed into place.
+pub const JOURNAL: &str = ".envbuild-journal";
+/// The journal's first line: its format.
+const JOURNAL_HEADER: &str = "envbuild-journal 1";
 
 /// Where one file goes.
 enum Target {
@@ -292,14 +295,24 @@ fn target(path: &Path) -> Result<Target, Failure> {
     })
 }
 
-/// Write several files so that either all of them are written or none is changed: every file is
-/// first written to a temporary sibling, and only when all succeeded are they renamed in place.
-/// A file whose contents are already on disk is left untouched (its mtime too).
+/// Write several files so that either all of them are written or none is changed, even when the
+/// process is killed (kill -9) at any point:
 ///
-/// Writers into one folder are serialised (an exclusive lock on the folder), so two concurrent
-/// renders into one folder give one set or the other, not a mix. Folders this call created are
-/// removed again when it fails. Like cargo with Cargo.lock, envbuild does not fsync: surviving
-/// power loss is the file system's job, and an fsync costs more than the whole resolution.
+/// 1. Every folder written into is created and locked (an exclusive lock on the folder itself;
+///    writers into one folder are serialised), then *recovered*: a committed write that a killed
+///    run left half done is finished ([`recover_locked`]), and every temporary is removed (no
+///    one else can be writing there while the lock is held).
+/// 2. Every changed file is staged as a temporary in the *root* folder (the deepest folder that
+///    holds all of them), so that one folder holds the whole stage.
+/// 3. The commit: a journal naming each temporary and its destination is written to a
+///    temporary and renamed to [`JOURNAL`] in the root folder (one atomic rename).
+/// 4. Each temporary is renamed over its destination, then the journal is removed.
+///
+/// Killed before 3, the next write discards the stage; killed after 3, the next write rolls the
+/// journal forward. A file whose contents are already on disk is left untouched (its mtime too).
+/// Devices and pipes (`--junit /dev/stdout`) are written through, outside the journal. Folders
+/// this call created are removed again when it fails. Like cargo with Cargo.lock, envbuild does
+/// not fsync: surviving power loss is the file system's job.
 pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
     let mut created = Vec::new();
     let result = write_all_in_dirs(files, &mut created);
@@ -316,27 +329,28 @@ fn write_all_in_dirs(
     files: &[(PathBuf, Vec<u8>)],
     created: &mut Vec<PathBuf>,
 ) -> Result<(), Failure> {
-    let mut dirs: Vec<PathBuf> = files.iter().map(|(p, _)| parent_of(p)).collect();
+    for (path, _) in files {
+        create_dirs(&parent_of(path), created)?;
+    }
+    let mut through = Vec::new();
+    let mut replace = Vec::new();
+    for (path, contents) in files {
+        match target(path)? {
+            Target::Through(real) => through.push((real, contents)),
+            Target::Replace(real) => replace.push((absolute(&real)?, contents)),
+        }
+    }
+    let root = common_dir(replace.iter().map(|(real, _)| parent_of(real)));
+    // Locks in path order (an ancestor before its descendants) so that two writers never wait
+    // on each other in a cycle.
+    let mut dirs: Vec<PathBuf> = replace.iter().map(|(real, _)| parent_of(real)).collect();
+    dirs.extend(root.clone());
     dirs.sort();
     dirs.dedup();
     let mut locks = Vec::with_capacity(dirs.len());
     for dir in &dirs {
-        create_dirs(dir, created)?;
         locks.push(lock_dir(dir)?);
-        remove_stale_temps(dir);
-    }
-    let mut staged = Vec::with_capacity(files.len());
-    let mut through = Vec::new();
-    for (path, contents) in files {
-        match target(path)? {
-            Target::Through(real) => through.push((real, contents)),
-            Target::Replace(real) => {
-                if std::fs::read(&real).is_ok_and(|old| old == *contents) {
-                    continue;
-                }
-                staged.push((stage(&real, contents)?, real));
-            }
-        }
+        recover_locked(dir)?;
     }
     for (real, contents) in through {
         std::fs::OpenOptions::new()
@@ -345,12 +359,226 @@ fn write_all_in_dirs(
             .and_then(|mut f| f.write_all(contents))
             .map_err(|e| Failure::io(&real, &e))?;
     }
-    for (tmp, real) in staged {
-        tmp.persist(&real)
-            .map_err(|e| Failure::io(&real, &e.error))?;
+    let changed: Vec<(PathBuf, &Vec<u8>)> = replace
+        .into_iter()
+        .filter(|(real, contents)| !std::fs::read(real).is_ok_and(|old| old == **contents))
+        .collect();
+    if let (Some(root), false) = (root, changed.is_empty()) {
+        commit(&root, &changed)?;
     }
     drop(locks);
     Ok(())
+}
+
+/// Stage `changed` in `root`, commit the journal, rename into place, remove the journal.
+fn commit(root: &Path, changed: &[(PathBuf, &Vec<u8>)]) -> Result<(), Failure> {
+    same_file_system(root, changed.iter().map(|(real, _)| real.as_path()))?;
+    let mut staged = Vec::with_capacity(changed.len());
+    for (real, contents) in changed {
+        staged.push((stage(root, real, contents)?, real.clone()));
+    }
+    let mut journal = String::from(JOURNAL_HEADER);
+    for (tmp, real) in &staged {
+        journal.push('\n');
+        journal.push_str(&journal_entry(root, tmp.path(), real)?);
+    }
+    journal.push('\n');
+    let mut record = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}journal-"))
+        .tempfile_in(root)
+        .map_err(|e| Failure::io(root, &e))?;
+    record
+        .write_all(journal.as_bytes())
+        .map_err(|e| Failure::io(root, &e))?;
+    // The staged temporaries must outlive this process from the commit on: keep them first (a
+    // kill before the commit leaves them for the next write to remove).
+    let mut renames = Vec::with_capacity(staged.len());
+    for (tmp, real) in staged {
+        let path = tmp
+            .into_temp_path()
+            .keep()
+            .map_err(|e| Failure::io(&real, &e.error))?;
+        renames.push((path, real));
+    }
+    let journal_path = root.join(JOURNAL);
+    if let Err(e) = record.persist(&journal_path) {
+        for (tmp, _) in &renames {
+            let _ = std::fs::remove_file(tmp);
+        }
+        return Err(Failure::io(&journal_path, &e.error));
+    }
+    // Committed: from here on the set is written, now or by the next write's recovery.
+    for (tmp, real) in &renames {
+        std::fs::rename(tmp, real).map_err(|e| Failure::io(real, &e))?;
+    }
+    std::fs::remove_file(&journal_path).map_err(|e| Failure::io(&journal_path, &e))
+}
+
+/// A rename cannot cross file systems: refuse, before anything is written, a set whose files
+/// are not all on the file system of the folder that stages them.
+#[cfg(unix)]
+fn same_file_system<'a>(root: &Path, paths: impl Iterator<Item = &'a Path>) -> Result<(), Failure> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.dev())
+            .map_err(|e| Failure::io(p, &e))
+    };
+    let root_dev = dev(root)?;
+    for path in paths {
+        if dev(&parent_of(path))? != root_dev {
+            return Err(Failure::one(
+                Diagnostic::error(
+                    crate::core::diag::codes::IO_ERROR,
+                    format!(
+                        "cannot write `{}` together with the other files: it is on another file \
+                         system than `{}`",
+                        shown(path),
+                        shown(root)
+                    ),
+                )
+                .with_hint("write into a folder whose files are all on one file system"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn same_file_system<'a>(_: &Path, _: impl Iterator<Item = &'a Path>) -> Result<(), Failure> {
+    Ok(())
+}
+
+/// Finish or discard what a killed write left in `dir` (whose lock the caller holds): a
+/// committed journal is rolled forward (each temporary still there is renamed to its
+/// destination; one already renamed is gone), then every temporary is removed. Returns whether
+/// a journal was rolled forward.
+fn recover_locked(dir: &Path) -> Result<bool, Failure> {
+    let journal_path = dir.join(JOURNAL);
+    let rolled = match std::fs::read_to_string(&journal_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Failure::io(&journal_path, &e)),
+        Ok(text) => {
+            let mut lines = text.lines();
+            // A journal is renamed into place whole: one in another format is not envbuild's
+            // (or a newer one's), and is left alone with a clear error.
+            if lines.next() != Some(JOURNAL_HEADER) || !text.ends_with('\n') {
+                return Err(Failure::one(
+                    Diagnostic::error(
+                        crate::core::diag::codes::IO_ERROR,
+                        format!(
+                            "`{}` is not a journal this envbuild can finish",
+                            shown(&journal_path)
+                        ),
+                    )
+                    .with_hint(
+                        "an interrupted write left it; remove it and the `.envbuild-tmp-*` files \
+                         beside it, then write again",
+                    ),
+                ));
+            }
+            for line in lines {
+                let (tmp, real) = parse_entry(dir, line).ok_or_else(|| {
+                    Failure::io(
+                        &journal_path,
+                        &std::io::Error::new(std::io::ErrorKind::InvalidData, "bad journal entry"),
+                    )
+                })?;
+                // A folder removed since the kill is made again: the set is finished whole.
+                if tmp.exists() {
+                    let _ = std::fs::create_dir_all(parent_of(&real));
+                }
+                match std::fs::rename(&tmp, &real) {
+                    Ok(()) => {}
+                    // Renamed before the kill.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp.exists() => {}
+                    Err(e) => return Err(Failure::io(&real, &e)),
+                }
+            }
+            std::fs::remove_file(&journal_path).map_err(|e| Failure::io(&journal_path, &e))?;
+            true
+        }
+    };
+    remove_temps(dir);
+    Ok(rolled)
+}
+
+/// Recover `dir` as the next write into it would: lock it, roll a committed write forward,
+/// discard an uncommitted stage and every temporary. Returns whether a write was rolled forward.
+pub fn recover(dir: &Path) -> Result<bool, Failure> {
+    let _lock = lock_dir(dir)?;
+    recover_locked(dir)
+}
+
+/// One journal line: the temporary and the destination, relative to the root folder, each as
+/// the hex of its bytes (any byte may be in a file name).
+fn journal_entry(root: &Path, tmp: &Path, real: &Path) -> Result<String, Failure> {
+    let rel = |p: &Path| {
+        p.strip_prefix(root)
+            .map(|r| hex_of(r.as_os_str()))
+            .map_err(|_| {
+                Failure::io(
+                    p,
+                    &std::io::Error::other("outside the folder of the journal"),
+                )
+            })
+    };
+    Ok(format!("{} {}", rel(tmp)?, rel(real)?))
+}
+
+fn parse_entry(root: &Path, line: &str) -> Option<(PathBuf, PathBuf)> {
+    let (tmp, real) = line.split_once(' ')?;
+    let (tmp, real) = (unhex(tmp)?, unhex(real)?);
+    // Only paths below the root, without `..`: a journal cannot move files elsewhere.
+    let safe = |p: &Path| {
+        p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !p.as_os_str().is_empty()
+    };
+    (safe(&tmp) && safe(&real)).then(|| (root.join(tmp), root.join(real)))
+}
+
+fn hex_of(s: &std::ffi::OsStr) -> String {
+    s.as_encoded_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn unhex(s: &str) -> Option<PathBuf> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect();
+    #[cfg(unix)]
+    let name: std::ffi::OsString = std::os::unix::ffi::OsStringExt::from_vec(bytes?);
+    #[cfg(not(unix))]
+    let name = String::from_utf8(bytes?).ok()?;
+    Some(PathBuf::from(name))
+}
+
+/// `path` made absolute against the current directory (its folder exists: it was created).
+fn absolute(path: &Path) -> Result<PathBuf, Failure> {
+    let dir = parent_of(path);
+    let dir = std::fs::canonicalize(&dir).map_err(|e| Failure::io(&dir, &e))?;
+    Ok(match path.file_name() {
+        Some(name) => dir.join(name),
+        None => dir,
+    })
+}
+
+/// The deepest folder that holds all of `dirs` (absolute paths); `None` for none.
+fn common_dir(dirs: impl Iterator<Item = PathBuf>) -> Option<PathBuf> {
+    dirs.reduce(|common, d| {
+        common
+            .ancestors()
+            .find(|a| d.starts_with(a))
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    })
 }
 
 fn parent_of(path: &Path) -> PathBuf {
@@ -389,37 +617,30 @@ fn lock_dir(dir: &Path) -> Result<std::fs::File, Failure> {
     Ok(f)
 }
 
-/// Remove temporaries that a killed run left in `dir`. Best effort: a folder that cannot be
+/// Remove every temporary in `dir`: the caller holds its lock, and every writer stages under
+/// the lock of the folder it stages in, so none is in use. Best effort: a folder that cannot be
 /// listed is reported by the write itself.
-fn remove_stale_temps(dir: &Path) {
+fn remove_temps(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for entry in entries.flatten() {
-        let stale = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
-            && entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|age| age > STALE_TEMP);
-        if stale {
+        if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
             let _ = std::fs::remove_file(entry.path());
         }
     }
 }
 
-/// `contents` in a temporary sibling of `real`, with the final file's mode.
-fn stage(real: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile, Failure> {
-    let dir = parent_of(real);
+/// `contents` in a temporary in `dir` (the root folder of the write), with `real`'s mode.
+fn stage(dir: &Path, real: &Path, contents: &[u8]) -> Result<tempfile::NamedTempFile, Failure> {
     let name = real
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let mut tmp = tempfile::Builder::new()
         .prefix(&format!("{TEMP_PREFIX}{name}-"))
-        .tempfile_in(&dir)
-        .map_err(|e| Failure::io(&dir, &e))?;
+        .tempfile_in(dir)
+        .map_err(|e| Failure::io(dir, &e))?;
     tmp.write_all(contents).map_err(|e| Failure::io(real, &e))?;
     set_mode(tmp.as_file(), real).map_err(|e| Failure::io(real, &e))?;
     Ok(tmp)
@@ -629,20 +850,13 @@ mod tests {
     #[test]
     fn stale_temporaries_are_removed_and_failed_writes_leave_no_folder() {
         let dir = tempfile::tempdir().unwrap();
+        // Under the folder's lock no temporary can be in use, however young: all go.
         let old = dir.path().join(format!("{TEMP_PREFIX}envbuild.lock-abc"));
         let fresh = dir.path().join(format!("{TEMP_PREFIX}envbuild.lock-def"));
         std::fs::write(&old, "partial").unwrap();
-        std::fs::write(&fresh, "in progress").unwrap();
-        let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        std::fs::File::options()
-            .write(true)
-            .open(&old)
-            .unwrap()
-            .set_modified(an_hour_ago)
-            .unwrap();
+        std::fs::write(&fresh, "left by a kill a moment ago").unwrap();
         write_atomic(&dir.path().join("envbuild.lock"), b"lock").unwrap();
-        assert!(!old.exists(), "a stale temporary stays");
-        assert!(fresh.exists(), "a temporary that may be in use was removed");
+        assert!(!old.exists() && !fresh.exists(), "a temporary stays");
 
         let blocker = dir.path().join("blocker");
         std::fs::write(&blocker, "x").unwrap();
@@ -652,6 +866,73 @@ mod tests {
         ]);
         assert!(err.is_err());
         assert!(!dir.path().join("new").exists(), "a created folder stays");
+    }
+
+    /// A kill -9 after the commit: the journal names two staged files, one already renamed.
+    /// The next write into the folder finishes the set; an uncommitted stage is discarded.
+    #[test]
+    fn a_committed_journal_is_rolled_forward_and_an_uncommitted_stage_discarded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("run")).unwrap();
+        let (a, b) = (root.join("Dockerfile"), root.join("run/pod.yaml"));
+        std::fs::write(&a, "new").unwrap(); // renamed before the kill
+        std::fs::write(&b, "old").unwrap();
+        let (ta, tb) = (
+            root.join(format!("{TEMP_PREFIX}Dockerfile-1")),
+            root.join(format!("{TEMP_PREFIX}pod.yaml-2")),
+        );
+        std::fs::write(&tb, "new").unwrap();
+        // A destination whose folder was removed after the kill.
+        let (c, tc) = (
+            root.join("gone/compose.yaml"),
+            root.join(format!("{TEMP_PREFIX}compose.yaml-3")),
+        );
+        std::fs::write(&tc, "new").unwrap();
+        let journal = format!(
+            "{JOURNAL_HEADER}\n{}\n{}\n{}\n",
+            journal_entry(&root, &ta, &a).unwrap(),
+            journal_entry(&root, &tb, &b).unwrap(),
+            journal_entry(&root, &tc, &c).unwrap()
+        );
+        std::fs::write(root.join(JOURNAL), journal).unwrap();
+        // Any write into the folder recovers it first (here one of another file).
+        write_atomic(&root.join("envbuild.lock"), b"lock").unwrap();
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&c).unwrap(), "new");
+        assert!(!root.join(JOURNAL).exists() && !tb.exists() && !tc.exists());
+
+        // Killed before the commit: staged files but no journal. They are discarded.
+        let staged = root.join(format!("{TEMP_PREFIX}pod.yaml-4"));
+        std::fs::write(&staged, "newer").unwrap();
+        assert!(!recover(&root).unwrap(), "nothing to roll forward");
+        assert!(!staged.exists());
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "new");
+    }
+
+    /// A journal is envbuild's own file, but one planted in a folder must not move files out of
+    /// it, and one in an unknown format is left alone with an error, not guessed at.
+    #[test]
+    fn a_journal_cannot_move_files_out_of_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(root.join("out")).unwrap();
+        std::fs::write(root.join("victim"), "mine").unwrap();
+        std::fs::write(root.join("out/x"), "planted").unwrap();
+        let hex = |s: &str| hex_of(std::ffi::OsStr::new(s));
+        let journal = format!("{JOURNAL_HEADER}\n{} {}\n", hex("x"), hex("../victim"));
+        std::fs::write(root.join("out").join(JOURNAL), journal).unwrap();
+        assert!(recover(&root.join("out")).is_err());
+        assert_eq!(
+            std::fs::read_to_string(root.join("victim")).unwrap(),
+            "mine"
+        );
+
+        std::fs::write(root.join("out").join(JOURNAL), "something else\n").unwrap();
+        let err = write_atomic(&root.join("out/f"), b"x").unwrap_err();
+        assert!(err.to_string().contains("not a journal"), "{err}");
+        assert!(!root.join("out/f").exists());
     }
 
     #[test]

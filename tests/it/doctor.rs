@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 fn doctor() -> assert_cmd::Command {
     let mut cmd = envbuild();
     cmd.arg("doctor")
-        // The engine's state is the Docker tests' business (tests/it/docker.rs).
+        // The engine's state is the Docker tests' business (tests/docker/docker.rs).
         .env("ENVBUILD_DOCKER_CHECK", "0")
         .env("ENVBUILD_NO_NVML", "1")
         .env(

@@ -4,6 +4,7 @@
 
 mod architecture;
 mod cli;
+mod confinement;
 mod doctor;
 mod import;
 mod learn;
@@ -11,6 +12,7 @@ mod lock;
 mod one_validation;
 mod readme;
 mod render;
+mod render_kill;
 mod resolve_props;
 mod script_gpu;
 mod script_units;
@@ -18,10 +20,3 @@ mod smoke;
 mod spec_props;
 mod support;
 mod table;
-
-/// Base images and engine access for the Docker tests (tests/support/).
-#[path = "../support/mod.rs"]
-mod engine_support;
-
-mod bench;
-mod docker;

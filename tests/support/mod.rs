@@ -1,5 +1,5 @@
 //! Test support for the Docker tests: reaching the engine (skip with a reason outside CI, fail
-//! in CI), and making base images reproducibly from Debian's packages on this machine, cached on
+//! in CI; the docker target's harness shows a skip as ignored), and making base images reproducibly from Debian's packages on this machine, cached on
 //! the engine under a tag derived from the recipe, so a run pays for each once.
 //!
 //! - `envbuild-test/busybox:<hash>`: a static busybox `FROM scratch`-style rootfs (2 MB).
@@ -41,20 +41,54 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
-/// Skip (outside CI, saying why) or fail (in CI).
+/// Why a Docker test did not run: the unwind payload of a skip, which the docker target's
+/// harness (tests/docker/main.rs) reports as "ignored" with this reason.
+#[derive(Debug)]
+pub struct Skip(pub String);
+
+/// Skip (outside CI, saying why) or fail (in CI): for what CI must have (an engine, a tool).
+/// Either way the test stops here.
 pub fn skip_or_fail(test: &str, why: &str) {
-    if in_ci() {
-        panic!("{test}: {why} (CI=true: Docker tests must not skip)");
-    }
-    // Straight to stderr, past libtest's capture, so the skip is visible in a normal run.
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    skip_or_fail_in(in_ci(), test, why);
 }
 
-/// Skip for a reason that is not a missing engine (so also in CI), saying why.
+/// [`skip_or_fail`] with CI given (the harness checks both ways in one process).
+pub fn skip_or_fail_in(ci: bool, test: &str, why: &str) {
+    if ci {
+        panic!("{test}: {why} (CI=true: Docker tests must not skip)");
+    }
+    std::panic::panic_any(Skip(why.to_string()));
+}
+
+/// Skip for a reason that is not a missing engine or tool (so also in CI), saying why.
 pub fn skip_because(test: &str, why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    let _ = test;
+    std::panic::panic_any(Skip(why.to_string()));
+}
+
+/// Whether `tool` can be started (`tool --version`).
+pub fn tool_found(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// What to do about a missing tool: the Debian package to install.
+pub fn missing_tool(tool: &str, package: &str) -> String {
+    format!(
+        "`{tool}` is not installed: install {package} (apt-get install {package}; \
+         .ci/docker-up.sh does it)"
+    )
+}
+
+/// Skip or fail, saying which Debian package to install, unless `tool` can be started.
+pub fn need_tool(tool: &str, package: &str) {
+    if !tool_found(tool) {
+        skip_or_fail(tool, &missing_tool(tool, package));
+    }
 }
 
 /// A test's hold on the engine: the serialising lock, a runtime and a connection (envbuild's,
@@ -192,6 +226,37 @@ impl Docker {
             .collect()
     }
 
+    /// Create (never start) a container of `image` labelled as a smoke container of run
+    /// `run_id`: what another envbuild run on the same engine has while it runs, or a crashed
+    /// one left. Returns its id.
+    pub fn create_smoke_container(&self, image: &str, run_id: &str) -> String {
+        let mut labels = std::collections::HashMap::new();
+        labels.insert("dev.envbuild.smoke".to_string(), "1".to_string());
+        labels.insert(docker::labels::RUN_ID.to_string(), run_id.to_string());
+        let body = bollard::models::ContainerCreateBody {
+            image: Some(image.to_string()),
+            cmd: Some(vec!["true".into()]),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            ..Default::default()
+        };
+        self.block_on(self.client.create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        ))
+        .expect("create a container")
+        .id
+    }
+
+    /// Force-remove a container this test made.
+    pub fn remove_container(&self, id: &str) {
+        let opts = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+            .force(true)
+            .build();
+        self.block_on(self.client.remove_container(id, Some(opts)))
+            .unwrap_or_else(|e| panic!("cannot remove container {id}: {e}"));
+    }
+
     pub fn assert_no_smoke_container(&self, context: &str) {
         let left = self.smoke_containers();
         assert!(
@@ -268,7 +333,15 @@ fn static_busybox() -> Vec<u8> {
             .current_dir(&dir)
             .status()
             .is_ok_and(|s| s.success());
-        assert!(ok, "apt-get download busybox-static failed (install busybox-static, or let .ci/docker-up.sh do it)");
+        if !ok {
+            skip_or_fail(
+                "busybox",
+                &format!(
+                    "no static busybox at /bin/busybox and `apt-get download` failed: {}",
+                    missing_tool("busybox", "busybox-static")
+                ),
+            );
+        }
         let deb = std::fs::read_dir(&dir)
             .expect("read dir")
             .filter_map(|e| e.ok())
@@ -505,6 +578,7 @@ fn debian_image(d: &Docker, repo: &str, hook: &str) -> String {
         let out = cache_dir().join(format!("{stem}-{tag}.tar"));
         if !out.is_file() {
             // mmdebstrap picks its output format from the name: keep `.tar` last, and say it.
+            need_tool("mmdebstrap", "mmdebstrap");
             let tmp = cache_dir().join(format!("{stem}-{tag}.partial.tar"));
             let _ = std::fs::remove_file(&tmp);
             let status = Command::new("mmdebstrap")

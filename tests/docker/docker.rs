@@ -1,7 +1,7 @@
 //! End-to-end tests against the real Docker engine on this machine: base images are made
-//! locally (tests/support), nothing is pulled. Outside CI they skip, saying why, when no
-//! engine answers; with CI=true they fail instead. Every test checks that no smoke container
-//! (label `dev.envbuild.smoke=1`) is left behind.
+//! locally (tests/support), nothing is pulled. Outside CI they are reported as ignored, saying
+//! why, when no engine answers; with CI=true they fail instead. Every test checks that no smoke
+//! container (label `dev.envbuild.smoke=1`) is left behind.
 
 use crate::engine_support::{self as support, Docker};
 use assert_cmd::Command;
@@ -12,6 +12,37 @@ use envbuild::infra::docker::run::Interrupt;
 use envbuild::infra::docker::{self, codes, images, Engine};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+
+/// Every test in this file, for the harness (tests/docker/main.rs): a new Docker test is a plain
+/// `fn` (no `#[test]`) plus its name here.
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    trials![
+        unreachable_engine_is_a_clear_error,
+        another_runs_smoke_container_is_not_counted,
+        missing_image_is_named,
+        canned_reports_drive_verdict_table_json_and_junit,
+        an_images_own_entrypoint_does_not_hijack_the_smoke_run,
+        test_without_a_lock_gives_the_shm_the_images_expectations_ask_for,
+        image_without_python_reports_no_report,
+        gpus_all_without_nvidia_runtime_is_no_gpu_runtime,
+        hanging_smoke_test_times_out_and_is_removed,
+        sigint_during_the_smoke_test_removes_the_container,
+        failing_run_step_names_step_command_and_output,
+        missing_base_image_is_named_with_a_hint,
+        unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers,
+        all_variants_get_their_own_tags,
+        torch_missing_from_the_base_is_reported,
+        cpu_only_torch_is_reported_by_image_and_by_test,
+        build_context_is_deterministic_and_minimal,
+        interrupted_build_stops_and_leaves_no_container,
+        image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing,
+        second_image_with_an_unchanged_lock_is_a_sub_second_no_op,
+        doctor_proves_the_engine_cannot_give_a_gpu,
+        doctor_probes_the_locks_own_image,
+        #[ignore = "downloads ~3 GB of wheels from PyPI; run with `cargo test --test docker real_pypi -- --ignored`"]
+        real_pypi_torch_2141_image_passes_the_cpu_smoke_test,
+    ]
+}
 
 fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
     ImageOptions {
@@ -85,7 +116,6 @@ fn interrupt(d: &Docker) -> Interrupt {
     futures_util::future::pending::<()>().boxed().shared()
 }
 
-#[test]
 fn unreachable_engine_is_a_clear_error() {
     let out = envbuild()
         .args(["test", "anything:1", "--gpus", "none"])
@@ -98,7 +128,26 @@ fn unreachable_engine_is_a_clear_error() {
     assert!(err.contains("DOCKER_HOST"), "hint names DOCKER_HOST: {err}");
 }
 
-#[test]
+/// Another envbuild run on the same engine (or a crashed one) has smoke containers: this run's
+/// leftover checks count only containers with its own run id.
+fn another_runs_smoke_container_is_not_counted() {
+    let Some(d) = support::engine("another_runs_smoke_container_is_not_counted") else {
+        return;
+    };
+    let image = support::busybox_image(&d);
+    let other = d.create_smoke_container(&image, &format!("other{}", nonce()));
+    let ours = d.create_smoke_container(&image, &support::run_id());
+    let counted = d.smoke_containers();
+    d.remove_container(&other);
+    d.remove_container(&ours);
+    assert_eq!(
+        counted,
+        vec![ours],
+        "another run's container {other} was counted"
+    );
+    d.assert_no_smoke_container("after removing both");
+}
+
 fn missing_image_is_named() {
     let Some(d) = support::engine("missing_image_is_named") else {
         return;
@@ -135,7 +184,6 @@ fn missing_image_is_named() {
     );
 }
 
-#[test]
 fn canned_reports_drive_verdict_table_json_and_junit() {
     let Some(d) = support::engine("canned_reports_drive_verdict_table_json_and_junit") else {
         return;
@@ -195,7 +243,6 @@ fn canned_reports_drive_verdict_table_json_and_junit() {
 
 /// An image's own ENTRYPOINT would run with the smoke command as its arguments; the smoke run
 /// replaces it (`docker run --entrypoint`), so the script, not the entrypoint, answers.
-#[test]
 fn an_images_own_entrypoint_does_not_hijack_the_smoke_run() {
     let Some(d) = support::engine("an_images_own_entrypoint_does_not_hijack_the_smoke_run") else {
         return;
@@ -246,7 +293,6 @@ exit $rc
 /// `envbuild test IMAGE` without `--lock` reads the image's own expectations first: its
 /// `/dev/shm` is the size they ask for (2 GiB here, over the 1 GiB default), and the copy the
 /// script reads carries a time budget. The stand-in `python3` fails unless both hold.
-#[test]
 fn test_without_a_lock_gives_the_shm_the_images_expectations_ask_for() {
     let name = "test_without_a_lock_gives_the_shm_the_images_expectations_ask_for";
     let Some(d) = support::engine(name) else {
@@ -289,7 +335,6 @@ fn test_without_a_lock_gives_the_shm_the_images_expectations_ask_for() {
     d.assert_no_smoke_container("after the shm image");
 }
 
-#[test]
 fn image_without_python_reports_no_report() {
     let Some(d) = support::engine("image_without_python_reports_no_report") else {
         return;
@@ -308,7 +353,6 @@ fn image_without_python_reports_no_report() {
     d.assert_no_smoke_container("after a python-less image");
 }
 
-#[test]
 fn gpus_all_without_nvidia_runtime_is_no_gpu_runtime() {
     let Some(d) = support::engine("gpus_all_without_nvidia_runtime_is_no_gpu_runtime") else {
         return;
@@ -342,7 +386,6 @@ fn gpus_all_without_nvidia_runtime_is_no_gpu_runtime() {
     d.assert_no_smoke_container("after NO_GPU_RUNTIME");
 }
 
-#[test]
 fn hanging_smoke_test_times_out_and_is_removed() {
     let Some(d) = support::engine("hanging_smoke_test_times_out_and_is_removed") else {
         return;
@@ -364,7 +407,6 @@ fn hanging_smoke_test_times_out_and_is_removed() {
     d.assert_no_smoke_container("after a timeout");
 }
 
-#[test]
 fn sigint_during_the_smoke_test_removes_the_container() {
     let Some(d) = support::engine("sigint_during_the_smoke_test_removes_the_container") else {
         return;
@@ -408,7 +450,6 @@ fn sigint_during_the_smoke_test_removes_the_container() {
     d.assert_no_smoke_container("after SIGINT");
 }
 
-#[test]
 fn failing_run_step_names_step_command_and_output() {
     let Some(d) = support::engine("failing_run_step_names_step_command_and_output") else {
         return;
@@ -444,7 +485,6 @@ fn failing_run_step_names_step_command_and_output() {
     d.assert_no_smoke_container("after a failed build");
 }
 
-#[test]
 fn missing_base_image_is_named_with_a_hint() {
     let Some(d) = support::engine("missing_base_image_is_named_with_a_hint") else {
         return;
@@ -480,7 +520,6 @@ fn missing_base_image_is_named_with_a_hint() {
     d.assert_no_smoke_container("after a missing base");
 }
 
-#[test]
 fn unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers() {
     let Some(d) =
         support::engine("unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers")
@@ -577,7 +616,6 @@ fn passed_all(run: &ImageRun) -> bool {
     run.smokes.iter().all(|s| s.passed())
 }
 
-#[test]
 fn all_variants_get_their_own_tags() {
     let Some(d) = support::engine("all_variants_get_their_own_tags") else {
         return;
@@ -628,7 +666,6 @@ fn all_variants_get_their_own_tags() {
 
 const EXPECT_CUDA: &str = r#"{"torch": "2.5.1", "cuda": "12.4"}"#;
 
-#[test]
 fn torch_missing_from_the_base_is_reported() {
     let Some(d) = support::engine("torch_missing_from_the_base_is_reported") else {
         return;
@@ -662,7 +699,6 @@ fn torch_missing_from_the_base_is_reported() {
     d.assert_no_smoke_container("after TORCH_MISSING");
 }
 
-#[test]
 fn cpu_only_torch_is_reported_by_image_and_by_test() {
     let Some(d) = support::engine("cpu_only_torch_is_reported_by_image_and_by_test") else {
         return;
@@ -714,7 +750,6 @@ fn cpu_only_torch_is_reported_by_image_and_by_test() {
     d.assert_no_smoke_container("after TORCH_CPU_BUILD");
 }
 
-#[test]
 fn build_context_is_deterministic_and_minimal() {
     // Pure: no engine needed. The same rendered files give the same bytes.
     let files: BTreeMap<String, Vec<u8>> = [
@@ -734,7 +769,6 @@ fn build_context_is_deterministic_and_minimal() {
     assert_eq!(a.files, vec!["Dockerfile", "environment.yml"]);
 }
 
-#[test]
 fn interrupted_build_stops_and_leaves_no_container() {
     let Some(d) = support::engine("interrupted_build_stops_and_leaves_no_container") else {
         return;
@@ -778,7 +812,6 @@ fn interrupted_build_stops_and_leaves_no_container() {
     d.assert_no_smoke_container("after an interrupted build");
 }
 
-#[test]
 fn image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing() {
     let test = "image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing";
     let Some(d) = support::engine(test) else {
@@ -854,7 +887,6 @@ fn image_from_a_spec_whose_base_lacks_the_declared_torch_is_torch_missing() {
     d.assert_no_smoke_container("after envbuild image SPEC");
 }
 
-#[test]
 fn second_image_with_an_unchanged_lock_is_a_sub_second_no_op() {
     let test = "second_image_with_an_unchanged_lock_is_a_sub_second_no_op";
     let Some(d) = support::engine(test) else {
@@ -913,7 +945,6 @@ fn second_image_with_an_unchanged_lock_is_a_sub_second_no_op() {
 
 /// `envbuild doctor` asks the engine too: a container started with a GPU request from a local
 /// image is the definitive answer, and the probe container is removed.
-#[test]
 fn doctor_proves_the_engine_cannot_give_a_gpu() {
     let Some(d) = support::engine("doctor_proves_the_engine_cannot_give_a_gpu") else {
         return;
@@ -957,7 +988,6 @@ fn doctor_proves_the_engine_cannot_give_a_gpu() {
 
 /// With `--lock`, doctor's GPU probe starts the image that lock renders to when the engine has
 /// it (here a busybox image given that tag), not merely the newest envbuild image.
-#[test]
 fn doctor_probes_the_locks_own_image() {
     let Some(d) = support::engine("doctor_probes_the_locks_own_image") else {
         return;
@@ -1009,8 +1039,6 @@ fn doctor_probes_the_locks_own_image() {
 /// issue 9's real-wheel check: PyPI's own `torch==2.14.1` (CUDA 13.0) installed from PyPI during
 /// the build, on Python 3.11, passes the smoke test in CPU mode with the default table: the
 /// lock's CUDA, cuDNN, NCCL, arch list (and no PTX) are what the real wheel carries.
-#[test]
-#[ignore = "downloads ~3 GB of wheels from PyPI (torch 2.14.1 and its CUDA 13 libraries); run with `cargo test --test it real_pypi -- --ignored`"]
 fn real_pypi_torch_2141_image_passes_the_cpu_smoke_test() {
     let test = "real_pypi_torch_2141_image_passes_the_cpu_smoke_test";
     let Some(d) = support::engine(test) else {

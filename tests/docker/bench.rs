@@ -19,6 +19,16 @@ use envbuild::infra::docker;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+/// The benchmarks, for the harness (tests/docker/main.rs): opt-in, run by bench/image.sh.
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    trials![
+        #[ignore = "benchmark: run with bench/image.sh"]
+        bench_noop_image_vs_docker_build,
+        #[ignore = "benchmark: run with bench/image.sh"]
+        bench_cli_noop_image_vs_docker_build,
+    ]
+}
+
 const ROUNDS: usize = 15;
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -69,8 +79,6 @@ fn rendered_fixture(base: &str) -> BTreeMap<String, Vec<u8>> {
     f
 }
 
-#[test]
-#[ignore = "benchmark: run with bench/image.sh"]
 fn bench_noop_image_vs_docker_build() {
     let Some(d) = support::engine("bench_noop_image_vs_docker_build") else {
         return;
@@ -221,8 +229,6 @@ fn bench_noop_image_vs_docker_build() {
     );
 }
 
-#[test]
-#[ignore = "benchmark: run with bench/image.sh"]
 fn bench_cli_noop_image_vs_docker_build() {
     let Some(d) = support::engine("bench_cli_noop_image_vs_docker_build") else {
         return;
