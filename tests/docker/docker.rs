@@ -39,6 +39,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         second_image_with_an_unchanged_lock_is_a_sub_second_no_op,
         doctor_proves_the_engine_cannot_give_a_gpu,
         doctor_probes_the_locks_own_image,
+        local_wheels_send_only_the_projects_wheel_files_to_the_engine,
         #[ignore = "downloads ~3 GB of wheels from PyPI; run with `cargo test --test docker real_pypi -- --ignored`"]
         real_pypi_torch_2141_image_passes_the_cpu_smoke_test,
     ]
@@ -1082,7 +1083,6 @@ fn real_pypi_torch_2141_image_passes_the_cpu_smoke_test() {
 /// `[image] wheels` sends the engine the project's `*.whl` files and nothing else: not `.env`
 /// beside them, not a symlinked wheel from outside the project; a folder that leads out of the
 /// project, or the project itself, is refused before anything is built.
-#[test]
 fn local_wheels_send_only_the_projects_wheel_files_to_the_engine() {
     use std::os::unix::fs::symlink;
     let test = "local_wheels_send_only_the_projects_wheel_files_to_the_engine";
