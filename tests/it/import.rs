@@ -177,8 +177,14 @@ fn a_package_in_both_lists_keeps_pip_s_pin_and_says_so_with_both_lines() {
     assert!(spec.contains("source = \"conda-forge\"") && spec.contains("cuda = \"12.0\""));
     // A git reference pinned to a commit is a pin.
     assert!(spec.contains("openfold @ git+https://"), "{spec}");
-    // The find-links line cannot be carried yet: it is a note, not silence.
-    assert!(err.contains("`--find-links https://data.pyg.org"), "{err}");
+    // The find-links line is carried over, at its own key.
+    assert!(
+        spec.contains(
+            "pip-find-links = [\n    \"https://data.pyg.org/whl/torch-2.4.0+cu124.html\",\n]"
+        ),
+        "{spec}"
+    );
+    assert!(!err.contains("IMPORT_DROPPED]: `--find-links"), "{err}");
     locks(&spec);
 }
 
@@ -259,15 +265,18 @@ fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
         "{spec}"
     );
     assert!(spec.contains("\"einops==0.7.0\"") && spec.contains("\"tqdm==4.66.1\""));
-    // Each option is said at its line: PyTorch's index is read, the hash and another
-    // find-links location are not carried over.
+    // Each option is said at its line: PyTorch's index is read, the hash is not carried
+    // over, and another find-links location is carried over for the whole install.
     for (what, line) in [
         (
             "`--index-url https://download.pytorch.org/whl/cu121` after",
             2,
         ),
         ("`--hash=sha256:", 4),
-        ("`--find-links https://example.org/wheels`", 5),
+        (
+            "`--find-links https://example.org/wheels` after `tqdm==4.66.1` is carried over",
+            5,
+        ),
     ] {
         assert!(err.contains(what), "{what}: {err}");
         assert!(
@@ -275,10 +284,14 @@ fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
             "{line}: {err}"
         );
     }
-    // Only the notes (comments) mention them; no spec value does.
+    // Only the find-links location reaches a spec value, at its own key; no option does.
     let values: String = spec.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(
-        !values.contains("--") && !values.contains("example.org"),
+        !values.contains("--") && !values.contains("sha256"),
+        "{spec}"
+    );
+    assert!(
+        spec.contains("pip-find-links = [\n    \"https://example.org/wheels\",\n]"),
         "{spec}"
     );
     locks(&spec);

@@ -44,6 +44,11 @@ pub(super) struct Found {
     pub(super) torchaudio: Companion,
     pub(super) conda: Vec<Extra>,
     pub(super) pip: Vec<Extra>,
+    /// pip's `--index-url`, `--extra-index-url` and `--find-links` locations other than
+    /// PyTorch's, each with its input line.
+    pub(super) index_url: Option<(String, Option<usize>)>,
+    pub(super) extra_index_urls: Vec<(String, Option<usize>)>,
+    pub(super) find_links: Vec<(String, Option<usize>)>,
 }
 
 impl Found {

@@ -2,7 +2,7 @@
 //! `name[extras]==version` pins, refusing floats, and refusing packages the spec manages
 //! through its own keys or lists twice. This module performs no I/O.
 
-use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::codes::{INVALID_SPEC, UNNAMED_REFERENCE, UNPINNED_VERSION};
 use super::pins::{is_pkg_version, range_like, unpinned};
 use super::raw::RawSpec;
 use super::safety::is_name;
@@ -180,6 +180,81 @@ fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<Pi
     }
 }
 
+/// A pip line that installs from a URL without naming the package: `git+https://...@ref`,
+/// `git+https://...#egg=NAME`, or an editable `-e git+...`. pip learns the name only by
+/// fetching the URL; a spec needs it up front (`NAME @ URL`), to pin and check it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BareReference {
+    /// The URL without its `#egg=` fragment.
+    pub url: String,
+    /// The name from `#egg=NAME`, normalized, when given.
+    pub egg: Option<String>,
+    pub editable: bool,
+}
+
+/// The line as a [`BareReference`], if it is a URL (after `-e`/`--editable`).
+pub fn bare_reference(line: &str) -> Option<BareReference> {
+    let line = line.trim();
+    let (editable, rest) = match line
+        .strip_prefix("-e")
+        .or_else(|| line.strip_prefix("--editable"))
+    {
+        Some(r) if r.starts_with([' ', '=']) => (true, r.trim_start_matches([' ', '='])),
+        _ => (false, line),
+    };
+    let lower = rest.to_ascii_lowercase();
+    let is_url = [
+        "git+", "hg+", "svn+", "bzr+", "https://", "http://", "file:",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p));
+    if !is_url {
+        return None;
+    }
+    let (url, egg) = match rest.split_once("#egg=") {
+        Some((u, e)) => {
+            let e = e.split('&').next().unwrap_or("");
+            (u, Some(e.to_ascii_lowercase().replace('_', "-")))
+        }
+        None => (rest, None),
+    };
+    Some(BareReference {
+        url: url.to_string(),
+        egg: egg.filter(|e| is_name(e)),
+        editable,
+    })
+}
+
+impl BareReference {
+    /// `NAME @ URL`, when `#egg=` names the package.
+    pub fn named(&self) -> Option<String> {
+        self.egg.as_ref().map(|n| format!("{n} @ {}", self.url))
+    }
+
+    /// The `UNNAMED_REFERENCE` hint: how to write the line, and its commit when it has none.
+    pub fn hint(&self) -> String {
+        let name = self.egg.as_deref().unwrap_or("NAME");
+        let pinned = matches!(parse_pip_pkg(&format!("x @ {}", self.url)), PkgParse::Ok(_));
+        let url = if pinned || !self.url.starts_with("git+") {
+            self.url.clone()
+        } else {
+            let base = match self.url.rsplit_once('@') {
+                Some((b, r)) if b.contains("://") && !r.contains('/') => b,
+                _ => &self.url,
+            };
+            format!("{base}@<40-hex commit>")
+        };
+        let mut h = format!("name the package: \"{name} @ {url}\"");
+        if !pinned {
+            h.push_str(" (a branch, tag or no ref moves; pin the commit)");
+        }
+        if self.editable {
+            h.push_str("; an image installs it as a regular package, there is no checkout to edit");
+        }
+        h
+    }
+}
+
 /// The line with a direct reference's `#sha256=<hex>` taken off, for the character check (the
 /// `#` is the fragment's, and is only accepted there).
 fn without_hash_fragment(line: &str) -> &str {
@@ -223,6 +298,17 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
 fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
+        if let Some(b) = bare_reference(p) {
+            if cx.safe("pip", &b.url) {
+                cx.err(
+                    UNNAMED_REFERENCE,
+                    "pip",
+                    format!("pip line `{p}` installs from a URL without naming the package"),
+                    Some(b.hint()),
+                );
+            }
+            continue;
+        }
         if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
             continue;
         }
