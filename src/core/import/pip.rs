@@ -7,7 +7,9 @@ use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
 use crate::core::spec::codes::UNNAMED_REFERENCE;
-use crate::core::spec::{bare_reference, parse_pip_pkg, BareReference, PipPkg, PkgParse};
+use crate::core::spec::{
+    bare_reference, parse_pip_pkg, BareReference, PipPkg, PkgParse, REFERENCE_UNPINNED,
+};
 
 /// Options whose value is an index or a wheel location.
 const INDEX_OPTIONS: [&str; 5] = [
@@ -60,7 +62,7 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
         PkgParse::Unpinned { name, why } => {
             if let Some(c) = scan.found.companion(&name) {
                 c.listed = true;
-            } else if why.starts_with("is a direct reference") {
+            } else if why == REFERENCE_UNPINNED {
                 scan.unpinned_reference(line, why);
             } else {
                 scan.unpinned(line, &name, "==");

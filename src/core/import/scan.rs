@@ -222,7 +222,7 @@ impl<'a> Scan<'a> {
             UNPINNED_VERSION,
             format!("`{dep}` in {} {why}", self.shown_file()),
         )
-        .with_hint("pin it: end a git URL with `@<40-hex commit>`, or an archive URL with `#sha256=<64 hex>`");
+        .with_hint(crate::core::spec::PIN_REFERENCE_HINT);
         self.error(d);
     }
 

@@ -19,7 +19,10 @@ mod target;
 mod validate;
 
 pub use locator::Locator;
-pub use packages::{bare_reference, parse_conda_pkg, parse_pip_pkg, BareReference, PkgParse};
+pub use packages::{
+    bare_reference, parse_conda_pkg, parse_pip_pkg, BareReference, PkgParse, PIN_REFERENCE_HINT,
+    REFERENCE_UNPINNED,
+};
 pub use safety::{is_safe_path, MAX_VALUE_LEN};
 pub use sources::pip_location_rule;
 

@@ -139,6 +139,12 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
     })
 }
 
+/// Why a direct reference at a branch, a tag or no ref is not a pin.
+pub const REFERENCE_UNPINNED: &str =
+    "is a direct reference without a commit (`@<40-hex sha>`) or a `#sha256=` hash";
+/// How to pin a direct reference, wherever it was written.
+pub const PIN_REFERENCE_HINT: &str = "pin it: end a git URL with `@<40-hex commit>` (a branch or tag moves), or an archive URL with `#sha256=<64 hex>`";
+
 /// `name @ URL`: pinned when the URL names a git commit (`git+https://...@<40 hex>`) or an
 /// archive's sha256 (`https://...#sha256=<64 hex>`); the commit or hash is its version.
 fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<PipPkg> {
@@ -175,7 +181,7 @@ fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<Pi
         }),
         None => PkgParse::Unpinned {
             name,
-            why: "is a direct reference without a commit (`@<40-hex sha>`) or a `#sha256=` hash",
+            why: REFERENCE_UNPINNED,
         },
     }
 }
@@ -318,7 +324,11 @@ fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
                 UNPINNED_VERSION,
                 "pip",
                 format!("pip package `{p}` {why}"),
-                Some(format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")),
+                Some(if why == REFERENCE_UNPINNED {
+                    PIN_REFERENCE_HINT.to_string()
+                } else {
+                    format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")
+                }),
             ),
             PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
         }
