@@ -452,7 +452,10 @@ fn git_references_follow_one_rule_whatever_the_spelling() {
         assert!(spec.contains(&format!("\"{name} @ git+https://")), "{spec}");
     }
     let values: String = spec.lines().filter(|l| !l.starts_with('#')).collect();
-    assert!(!values.contains("#egg") && !values.contains("-e "), "{spec}");
+    assert!(
+        !values.contains("#egg") && !values.contains("-e "),
+        "{spec}"
+    );
     assert!(err.contains("git-pinned.yml:11:1") && err.contains("git-pinned.yml:12:1"));
     assert!(err.contains("not editable"), "{err}");
     locks(&spec);
