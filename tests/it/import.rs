@@ -456,8 +456,13 @@ fn git_references_follow_one_rule_whatever_the_spelling() {
         !values.contains("#egg") && !values.contains("-e "),
         "{spec}"
     );
-    assert!(err.contains("git-pinned.yml:11:1") && err.contains("git-pinned.yml:12:1"));
+    assert!(err.contains("git-pinned.yml:12:1") && err.contains("git-pinned.yml:13:1"));
     assert!(err.contains("not editable"), "{err}");
+    assert!(
+        err.contains("`-e .` is not carried over: an editable install of a local directory")
+            && err.contains("git-pinned.yml:14:1"),
+        "{err}"
+    );
     locks(&spec);
     // A branch, a tag or no ref is UNPINNED_VERSION in every spelling; no name is
     // UNNAMED_REFERENCE; nothing is dropped.

@@ -42,6 +42,12 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
     if let Some(b) = bare_reference(line) {
         return reference(scan, line, &b);
     }
+    if line.starts_with("-e ") || line.starts_with("--editable") {
+        return scan.drop_item(
+            line,
+            "an editable install of a local directory (usually the project itself): the image does not carry the project's source; build a wheel of it into the spec's `[image] wheels` directory, or install it in the container",
+        );
+    }
     if line.starts_with('-') {
         return scan.drop_item(
             line,
