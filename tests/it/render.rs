@@ -1249,5 +1249,19 @@ fn cli_pip_locations_reach_every_file_that_installs_pip_packages() {
         };
         assert!(copy < install, "{df}");
         assert!(read(".dockerignore").lines().any(|l| l == "!wheels/pyg/"));
+        // `envbuild import` of the rendered file gives the locations back, at their keys.
+        let back = envbuild()
+            .arg("import")
+            .arg(out.join("environment.yml"))
+            .output()
+            .unwrap();
+        let back = String::from_utf8_lossy(&back.stdout);
+        for key in [
+            "pip-index-url = \"https://pypi.mirror.example/simple\"".to_string(),
+            format!("pip-extra-index-urls = [\n    \"{nvidia}\",\n]"),
+            format!("pip-find-links = [\n    \"{pyg}\",\n    \"wheels/pyg\",\n]"),
+        ] {
+            assert!(back.contains(&key), "{source}: {key}\n{back}");
+        }
     }
 }
