@@ -448,4 +448,42 @@ mod tests {
             PkgParse::Invalid(_)
         ));
     }
+
+    #[test]
+    fn a_url_without_a_name_is_a_bare_reference_whatever_its_spelling() {
+        let b = bare_reference("-e git+https://github.com/o/My_Pkg.git@main#egg=My_Pkg").unwrap();
+        assert!(b.editable);
+        assert_eq!(b.egg.as_deref(), Some("my-pkg"));
+        assert_eq!(
+            b.named().unwrap(),
+            "my-pkg @ git+https://github.com/o/My_Pkg.git@main"
+        );
+        assert!(b
+            .hint()
+            .contains("git+https://github.com/o/My_Pkg.git@<40-hex commit>"));
+        // The user of an ssh URL is not a ref.
+        let ssh = bare_reference("git+ssh://git@github.com/o/x.git").unwrap();
+        assert_eq!(ssh.egg, None);
+        assert!(
+            ssh.hint()
+                .contains("\"NAME @ git+ssh://git@github.com/o/x.git@<40-hex commit>\""),
+            "{}",
+            ssh.hint()
+        );
+        let commit = "a".repeat(40);
+        let pinned = bare_reference(&format!("git+https://github.com/o/x.git@{commit}")).unwrap();
+        assert!(
+            !pinned.hint().contains("pin the commit"),
+            "{}",
+            pinned.hint()
+        );
+        for named in [
+            "x @ git+https://github.com/o/x.git",
+            "x==1.0",
+            "-e .",
+            "./local/pkg",
+        ] {
+            assert_eq!(bare_reference(named), None, "{named}");
+        }
+    }
 }
