@@ -254,6 +254,9 @@ impl BareReference {
         if !pinned {
             h.push_str(" (a branch, tag or no ref moves; pin the commit)");
         }
+        if !(self.url.starts_with("git+https://") || self.url.starts_with("https://")) {
+            h.push_str("; with an https:// (git+https://) URL, the only kind a spec takes");
+        }
         if self.editable {
             h.push_str("; an image installs it as a regular package, there is no checkout to edit");
         }
@@ -466,7 +469,8 @@ mod tests {
         assert_eq!(ssh.egg, None);
         assert!(
             ssh.hint()
-                .contains("\"NAME @ git+ssh://git@github.com/o/x.git@<40-hex commit>\""),
+                .contains("\"NAME @ git+ssh://git@github.com/o/x.git@<40-hex commit>\"")
+                && ssh.hint().contains("with an https:// (git+https://) URL"),
             "{}",
             ssh.hint()
         );
