@@ -93,9 +93,17 @@ pub struct Install {
     pub conda: Vec<String>,
     /// pip requirements, e.g. `torch==2.5.1+cu124`.
     pub pip: Vec<String>,
-    /// `--extra-index-url` values for pip (the PyTorch wheel index).
+    /// `--index-url` for pip: the spec's `pip-index-url`, replacing PyPI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pip_index_url: Option<String>,
+    /// `--extra-index-url` values for pip: the PyTorch wheel index, then the spec's
+    /// `pip-extra-index-urls`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pip_extra_index_urls: Vec<String>,
+    /// `--find-links` values for pip: URLs, and directories relative to the spec (copied into
+    /// the build context under the same path, beside the requirements).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pip_find_links: Vec<String>,
     /// `CONDA_OVERRIDE_CUDA` for solving a conda-forge CUDA build on a machine with no driver.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conda_override_cuda: Option<String>,

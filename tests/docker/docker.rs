@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 /// `fn` (no `#[test]`) plus its name here.
 pub fn trials() -> Vec<libtest_mimic::Trial> {
     trials![
+        image_installs_a_wheel_from_a_find_links_directory_of_the_project,
         unreachable_engine_is_a_clear_error,
         another_runs_smoke_container_is_not_counted,
         missing_image_is_named,
@@ -1147,4 +1148,86 @@ fn local_wheels_send_only_the_projects_wheel_files_to_the_engine() {
         "{err}"
     );
     d.assert_no_smoke_container("after envbuild image with local wheels");
+}
+
+/// A find-links directory of the project reaches the build: the context carries it, the
+/// Dockerfile copies it beside requirements.txt, and pip finds the wheel there through the
+/// relative location (its index, a closed port, has nothing).
+fn image_installs_a_wheel_from_a_find_links_directory_of_the_project() {
+    let test = "image_installs_a_wheel_from_a_find_links_directory_of_the_project";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = support::debian_python_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    // A wheel made here: a package pip can only find in the directory.
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("envbuild_probe")).unwrap();
+    std::fs::create_dir_all(src.join("envbuild_probe-1.0.dist-info")).unwrap();
+    std::fs::write(src.join("envbuild_probe/__init__.py"), "PROBE = 1\n").unwrap();
+    let info = src.join("envbuild_probe-1.0.dist-info");
+    std::fs::write(
+        info.join("METADATA"),
+        "Metadata-Version: 2.1\nName: envbuild-probe\nVersion: 1.0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        info.join("WHEEL"),
+        "Wheel-Version: 1.0\nGenerator: envbuild-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    )
+    .unwrap();
+    std::fs::write(info.join("RECORD"), "").unwrap();
+    std::fs::create_dir_all(dir.path().join("wheels/probe")).unwrap();
+    let zipped = std::process::Command::new("python3")
+        .current_dir(&src)
+        .args(["-m", "zipfile", "-c"])
+        .arg(
+            dir.path()
+                .join("wheels/probe/envbuild_probe-1.0-py3-none-any.whl"),
+        )
+        .args(["envbuild_probe", "envbuild_probe-1.0.dist-info"])
+        .status()
+        .expect("python3 makes the test wheel");
+    assert!(zipped.success());
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "name = \"find-links-{n}\"\npython = \"3.11\"\npytorch = \"2.5.1\"\n\
+             torchvision = false\ntorchaudio = false\npip = [\"envbuild-probe==1.0\"]\n\
+             pip-index-url = \"http://127.0.0.1:9/simple\"\npip-find-links = [\"wheels/probe\"]\n\n\
+             [target]\ndriver = \"550.54.15\"\n\n[image]\nbase = \"{base}\"\n\
+             base-provides = [\"torch\"]\nvariants = [\"runtime\"]\n",
+            n = nonce()
+        ),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none", "--update-lock", "-v"])
+        .env("ENVBUILD_CACHE_DIR", cache.path())
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    // The plain-http index is said; the build passes (pip found the wheel) and the smoke test
+    // then finds no torch, which this base does not have.
+    assert!(err.contains("INSECURE_SOURCE"), "{err}");
+    assert!(
+        err.contains("Successfully installed envbuild-probe-1.0"),
+        "{stdout}\n{err}"
+    );
+    assert!(stdout.contains("TORCH_MISSING"), "{stdout}\n{err}");
+    if let Some(tag) = err
+        .split_whitespace()
+        .find(|w| w.starts_with("envbuild/find-links-"))
+    {
+        d.remove_image(tag);
+    }
+    d.assert_no_smoke_container("after envbuild image SPEC");
 }

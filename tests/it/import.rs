@@ -177,8 +177,14 @@ fn a_package_in_both_lists_keeps_pip_s_pin_and_says_so_with_both_lines() {
     assert!(spec.contains("source = \"conda-forge\"") && spec.contains("cuda = \"12.0\""));
     // A git reference pinned to a commit is a pin.
     assert!(spec.contains("openfold @ git+https://"), "{spec}");
-    // The find-links line cannot be carried yet: it is a note, not silence.
-    assert!(err.contains("`--find-links https://data.pyg.org"), "{err}");
+    // The find-links line is carried over, at its own key.
+    assert!(
+        spec.contains(
+            "pip-find-links = [\n    \"https://data.pyg.org/whl/torch-2.4.0+cu124.html\",\n]"
+        ),
+        "{spec}"
+    );
+    assert!(!err.contains("IMPORT_DROPPED]: `--find-links"), "{err}");
     locks(&spec);
 }
 
@@ -259,15 +265,18 @@ fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
         "{spec}"
     );
     assert!(spec.contains("\"einops==0.7.0\"") && spec.contains("\"tqdm==4.66.1\""));
-    // Each option is said at its line: PyTorch's index is read, the hash and another
-    // find-links location are not carried over.
+    // Each option is said at its line: PyTorch's index is read, the hash is not carried
+    // over, and another find-links location is carried over for the whole install.
     for (what, line) in [
         (
             "`--index-url https://download.pytorch.org/whl/cu121` after",
             2,
         ),
         ("`--hash=sha256:", 4),
-        ("`--find-links https://example.org/wheels`", 5),
+        (
+            "`--find-links https://example.org/wheels` after `tqdm==4.66.1` is carried over",
+            5,
+        ),
     ] {
         assert!(err.contains(what), "{what}: {err}");
         assert!(
@@ -275,10 +284,14 @@ fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
             "{line}: {err}"
         );
     }
-    // Only the notes (comments) mention them; no spec value does.
+    // Only the find-links location reaches a spec value, at its own key; no option does.
     let values: String = spec.lines().filter(|l| !l.starts_with('#')).collect();
     assert!(
-        !values.contains("--") && !values.contains("example.org"),
+        !values.contains("--") && !values.contains("sha256"),
+        "{spec}"
+    );
+    assert!(
+        spec.contains("pip-find-links = [\n    \"https://example.org/wheels\",\n]"),
         "{spec}"
     );
     locks(&spec);
@@ -337,4 +350,137 @@ fn a_torch_older_than_the_table_is_refused_at_import_with_the_oldest_release() {
         "{oldest}: {err}"
     );
     assert!(!err.contains("no CUDA selector"), "{err}");
+}
+
+#[test]
+fn pyg_s_find_links_page_is_carried_over_and_rendered() {
+    let (code, spec, err) = import_fixture("pyg-find-links.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("IMPORT_DROPPED"), "{err}");
+    assert!(
+        spec.contains(
+            "pip-find-links = [\n    \"https://data.pyg.org/whl/torch-1.13.0+cu117.html\",\n]"
+        ) && spec.contains("\"torch-scatter==2.1.0+pt113cu117\""),
+        "{spec}"
+    );
+    // A spec problem with the location points at the input line it came from.
+    let tmp = tempdir();
+    let path = tmp.path().join("envbuild.toml");
+    fs::write(&path, &spec).unwrap();
+    envbuild().arg("lock").arg(&path).assert().success();
+    envbuild().arg("render").arg(&path).assert().success();
+    let env = fs::read_to_string(tmp.path().join("render/environment.yml")).unwrap();
+    assert!(
+        env.contains("- '--find-links https://data.pyg.org/whl/torch-1.13.0+cu117.html'"),
+        "{env}"
+    );
+}
+
+#[test]
+fn nvidia_s_index_beside_pytorch_s_is_carried_over_and_rendered() {
+    let (code, spec, err) = import_fixture("nvidia-index.txt", &["--python", "3.10"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        spec.contains("pip-extra-index-urls = [\n    \"https://pypi.nvidia.com\",\n]")
+            && spec.contains("cuda = \"11.8\""),
+        "{spec}"
+    );
+    let tmp = tempdir();
+    let path = tmp.path().join("envbuild.toml");
+    fs::write(&path, &spec).unwrap();
+    envbuild().arg("lock").arg(&path).assert().success();
+    envbuild().arg("render").arg(&path).assert().success();
+    let req = fs::read_to_string(tmp.path().join("render/requirements.txt")).unwrap();
+    let options: Vec<&str> = req.lines().filter(|l| l.starts_with("--")).collect();
+    assert_eq!(
+        options,
+        [
+            "--extra-index-url https://download.pytorch.org/whl/cu118",
+            "--extra-index-url https://pypi.nvidia.com"
+        ],
+        "{req}"
+    );
+    assert!(req.lines().any(|l| l == "cuml-cu11==23.4.1"), "{req}");
+}
+
+#[test]
+fn plain_http_sources_are_kept_and_warned_at_their_lines() {
+    let (code, spec, err) = import_fixture("insecure.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for (url, line) in [
+        ("http://conda.mirror.internal/extras", 3),
+        ("http://pypi.mirror.internal/simple", 13),
+        ("http://wheels.mirror.internal/torch-2.4.0+cu124.html", 14),
+    ] {
+        let at = format!("warning[INSECURE_SOURCE]: `{url}` is reached over plain http");
+        let i = err.find(&at).unwrap_or_else(|| panic!("{url}: {err}"));
+        assert!(
+            err[i..]
+                .lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(&format!("insecure.yml:{line}:1")),
+            "{url}: {err}"
+        );
+        assert!(spec.contains(&format!("\"{url}\"")), "{spec}");
+    }
+    // lock warns again, with the https form as the hint, and still writes the lock.
+    let tmp = tempdir();
+    let path = tmp.path().join("envbuild.toml");
+    fs::write(&path, &spec).unwrap();
+    let out = envbuild().arg("lock").arg(&path).output().unwrap();
+    let lock_err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{lock_err}");
+    assert_eq!(
+        lock_err.matches("warning[INSECURE_SOURCE]").count(),
+        3,
+        "{lock_err}"
+    );
+    assert!(
+        lock_err.contains("hint: use https://pypi.mirror.internal/simple"),
+        "{lock_err}"
+    );
+}
+
+#[test]
+fn git_references_follow_one_rule_whatever_the_spelling() {
+    // Pinned to a commit: `NAME @ URL`, `URL#egg=NAME` and `-e URL#egg=NAME` all import as
+    // `NAME @ URL`, the last two with a note saying so.
+    let (code, spec, err) = import_fixture("git-pinned.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    for name in ["openfold", "dllogger", "clip"] {
+        assert!(spec.contains(&format!("\"{name} @ git+https://")), "{spec}");
+    }
+    let values: String = spec.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(
+        !values.contains("#egg") && !values.contains("-e "),
+        "{spec}"
+    );
+    assert!(err.contains("git-pinned.yml:12:1") && err.contains("git-pinned.yml:13:1"));
+    assert!(err.contains("not editable"), "{err}");
+    assert!(
+        err.contains("`-e .` is not carried over: an editable install of a local directory")
+            && err.contains("git-pinned.yml:14:1"),
+        "{err}"
+    );
+    locks(&spec);
+    // A branch, a tag or no ref is UNPINNED_VERSION in every spelling; no name is
+    // UNNAMED_REFERENCE; nothing is dropped.
+    let (code, spec, err) = import_fixture("git-references.yml", &[]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(spec.is_empty());
+    assert!(!err.contains("IMPORT_DROPPED"), "{err}");
+    let code_at = |line: usize| {
+        let at = format!("git-references.yml:{line}:1");
+        let i = err.find(&at).unwrap_or_else(|| panic!("{line}: {err}"));
+        let head = err[..i].rfind("\n\n").map_or(0, |j| j + 2);
+        err[head..].split(']').next().unwrap().to_string()
+    };
+    for line in [14, 15, 16, 17] {
+        assert_eq!(code_at(line), "error[UNPINNED_VERSION", "{line}: {err}");
+    }
+    for line in [18, 19] {
+        assert_eq!(code_at(line), "error[UNNAMED_REFERENCE", "{line}: {err}");
+    }
+    assert!(err.contains("@<40-hex commit>"), "{err}");
 }

@@ -709,6 +709,12 @@ fn hostile_values_in_unquotable_positions_are_refused() {
         ("install.pip_extra_index_urls", |l, v| {
             l.install.pip_extra_index_urls.push(v)
         }),
+        ("install.pip_index_url", |l, v| {
+            l.install.pip_index_url = Some(v)
+        }),
+        ("install.pip_find_links", |l, v| {
+            l.install.pip_find_links.push(v)
+        }),
         ("packages", |l, v| {
             l.packages.insert("numpy".into(), v);
         }),
@@ -1150,4 +1156,112 @@ fn cli_a_pinned_direct_reference_locks_and_renders() {
     assert!(requirements.lines().any(|l| l == req), "{requirements}");
     let env = std::fs::read_to_string(out.join("environment.yml")).expect("env");
     assert!(env.contains(req), "{env}");
+}
+
+/// pip's indexes and find-links locations (PyG's wheel page, NVIDIA's index, a directory of the
+/// project) go from the spec through the lock into requirements.txt, environment.yml and the
+/// Dockerfile, in pip's order; the directory is copied beside the requirements, where pip reads
+/// a relative location from.
+#[test]
+fn cli_pip_locations_reach_every_file_that_installs_pip_packages() {
+    let nvidia = "https://pypi.nvidia.com";
+    let pyg = "https://data.pyg.org/whl/torch-2.5.0+cu124.html";
+    let options = [
+        "--index-url https://pypi.mirror.example/simple".to_string(),
+        "--extra-index-url https://download.pytorch.org/whl/cu124".to_string(),
+        format!("--extra-index-url {nvidia}"),
+        format!("--find-links {pyg}"),
+        "--find-links wheels/pyg".to_string(),
+    ];
+    for (source, conda) in [
+        ("cuda = \"12.4\"", false),
+        ("pytorch-cuda = \"12.4\"", true),
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let spec = crate::support::write(
+            tmp.path(),
+            "envbuild.toml",
+            &format!(
+                "name = \"pyg\"\npython = \"3.11\"\npytorch = \"2.5.1\"\n{source}\n\
+                 pip = [\"torch-scatter==2.1.2+pt25cu124\", \"cuml-cu12==24.12.0\"]\n\
+                 pip-index-url = \"https://pypi.mirror.example/simple\"\n\
+                 pip-extra-index-urls = [\"{nvidia}\"]\n\
+                 pip-find-links = [\"{pyg}\", \"./wheels/pyg/\"]\n"
+            ),
+        );
+        envbuild().arg("lock").arg(&spec).assert().code(0);
+        let lock: Lock =
+            toml::from_str(&std::fs::read_to_string(tmp.path().join("envbuild.lock")).unwrap())
+                .unwrap();
+        assert_eq!(lock.install.pip_find_links, [pyg, "wheels/pyg"], "{source}");
+        assert_eq!(
+            envbuild::core::render::extra_context_dirs(&lock),
+            ["wheels/pyg"]
+        );
+        let out = tmp.path().join("render");
+        envbuild()
+            .arg("render")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .code(0);
+        let read = |f: &str| std::fs::read_to_string(out.join(f)).expect(f);
+        // environment.yml: the options head the pip section, each one item.
+        let env = yaml(&read("environment.yml"));
+        let pip_section: Vec<&str> = env["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|d| d["pip"].as_array())
+            .expect("pip section")
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        // The pytorch channel installs torch with conda: no PyTorch index then.
+        let wanted: Vec<&str> = options
+            .iter()
+            .map(String::as_str)
+            .filter(|o| !(conda && o.contains("download.pytorch.org")))
+            .collect();
+        assert_eq!(pip_section[..wanted.len()], wanted[..], "{source}");
+        assert!(pip_section[wanted.len()..]
+            .iter()
+            .all(|p| !p.starts_with('-')));
+        // The Dockerfile copies the directory beside the file pip reads, before installing.
+        let df = read("Dockerfile");
+        let copy = df
+            .find("COPY wheels/pyg/ /tmp/envbuild/wheels/pyg/")
+            .expect(&df);
+        let install = if conda {
+            assert!(
+                df.find("COPY environment.yml /tmp/envbuild/environment.yml")
+                    .unwrap()
+                    < copy
+            );
+            df.find("conda env create").unwrap()
+        } else {
+            let req = read("requirements.txt");
+            let lines: Vec<&str> = req.lines().filter(|l| !l.starts_with('#')).collect();
+            assert_eq!(lines[..wanted.len()], wanted[..], "{req}");
+            df.find("pip install --no-cache-dir -r /tmp/envbuild/requirements.txt")
+                .unwrap()
+        };
+        assert!(copy < install, "{df}");
+        assert!(read(".dockerignore").lines().any(|l| l == "!wheels/pyg/"));
+        // `envbuild import` of the rendered file gives the locations back, at their keys.
+        let back = envbuild()
+            .arg("import")
+            .arg(out.join("environment.yml"))
+            .output()
+            .unwrap();
+        let back = String::from_utf8_lossy(&back.stdout);
+        for key in [
+            "pip-index-url = \"https://pypi.mirror.example/simple\"".to_string(),
+            format!("pip-extra-index-urls = [\n    \"{nvidia}\",\n]"),
+            format!("pip-find-links = [\n    \"{pyg}\",\n    \"wheels/pyg\",\n]"),
+        ] {
+            assert!(back.contains(&key), "{source}: {key}\n{back}");
+        }
+    }
 }

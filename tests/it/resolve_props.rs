@@ -127,7 +127,10 @@ fn gen() -> impl Strategy<Value = Gen> {
         "12.1",
         "Jetson Thor",
     ];
-    let pythons = vec!["3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14"];
+    // Mostly exact; some ranges, whose hint must name a Python that locks.
+    let pythons = vec![
+        "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14", ">=3.8", "<3.9", "3.*", ">=3.12",
+    ];
     let platforms = vec![
         "linux-64",
         "linux-64",
@@ -365,9 +368,23 @@ fn check(g: &Gen) {
     let spec = match parse(&text, Format::Toml, "p", table()) {
         Ok(s) => s,
         Err(e) => {
-            for d in e.diagnostics.iter().filter(|d| d.is_error()) {
-                for alt in d.hint.as_deref().map(proposals).unwrap_or_default() {
-                    assert_locks(&apply(&text, alt), &format!("{}: {alt}\n{text}", d.code));
+            // A python hint and a pytorch hint are claims about the spec with both pinned:
+            // each alternative is applied with the other errors' first proposals.
+            let errors: Vec<Vec<&str>> = e
+                .diagnostics
+                .iter()
+                .filter(|d| d.is_error())
+                .map(|d| d.hint.as_deref().map(proposals).unwrap_or_default())
+                .collect();
+            for (i, alts) in errors.iter().enumerate() {
+                let others: Option<Vec<&str>> = (errors.iter().enumerate())
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, a)| a.first().copied())
+                    .collect();
+                let Some(others) = others else { continue };
+                for alt in alts {
+                    let hinted = others.iter().fold(apply(&text, alt), |t, o| apply(&t, o));
+                    assert_locks(&hinted, &format!("{alt} with {others:?}\n{text}"));
                 }
             }
             return;
@@ -470,4 +487,59 @@ fn an_unpinned_pytorch_gets_the_newest_release_of_its_range_that_locks() {
     );
     check(&base);
     check(&channel);
+}
+
+#[test]
+fn an_unpinned_python_gets_a_version_that_locks_or_none() {
+    let base = Gen {
+        python: "<3.9",
+        pytorch: "2.5.1".into(),
+        source: 1,
+        cuda: "12.4".into(),
+        driver: Some("550.54.15"),
+        gpus: vec!["A100"],
+        platform: "linux-64",
+        glibc: None,
+        forward_compat: false,
+    };
+    let hint = |g: &Gen| {
+        let e = parse(&g.text(), Format::Toml, "p", table()).unwrap_err();
+        e.diagnostics[0].hint.clone().unwrap()
+    };
+    // torch 2.5.1 has no Python below 3.9: naming 3.8 (the newest Python of the range in the
+    // table) would be a claim that fails with PYTHON_UNSUPPORTED.
+    assert!(!hint(&base).contains("python = "), "{}", hint(&base));
+    check(&base);
+    // 2.0.1's Windows wheels stop at 3.11: the newest of `>=3.8` that locks is 3.11.
+    let windows = Gen {
+        python: ">=3.8",
+        pytorch: "2.0.1".into(),
+        cuda: "11.8".into(),
+        platform: "win-64",
+        gpus: vec![],
+        ..base.clone()
+    };
+    assert!(
+        hint(&windows).contains("python = \"3.11\""),
+        "{}",
+        hint(&windows)
+    );
+    check(&windows);
+    // Both unpinned: the pytorch hint is for the hinted Python, and the two lock together.
+    let both = Gen {
+        pytorch: ">=2.1".into(),
+        ..windows.clone()
+    };
+    let e = parse(&both.text(), Format::Toml, "p", table()).unwrap_err();
+    let hints: Vec<String> = e
+        .diagnostics
+        .iter()
+        .filter_map(|d| d.hint.clone())
+        .collect();
+    assert!(
+        hints.iter().any(|h| h.contains("python = \"3."))
+            && hints.iter().any(|h| h.contains("pytorch = \"")),
+        "{hints:?}"
+    );
+    check(&both);
 }

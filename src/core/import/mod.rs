@@ -71,6 +71,13 @@ pub fn import(
         .unwrap_or_default();
     let mut scan = Scan::new(file, table, &auto_added, env_file::item_lines(text));
     scan.source_os(env.prefix.as_deref(), env_file::key_line(text, "prefix"));
+    let channels_line = env_file::key_line(text, "channels");
+    for c in &env.channels {
+        if let Some(d) = crate::core::resolve::insecure_source("channels", c) {
+            scan.notes
+                .push(d.with_location(location(file, channels_line)));
+        }
+    }
     for dep in &env.dependencies {
         match dep {
             None => scan.null_item(),
@@ -106,7 +113,7 @@ pub fn import(
     let name = env.name.clone().unwrap_or_else(|| "imported-env".into());
     let lines = spec_text::Lines {
         name: env_file::key_line(text, "name"),
-        channels: env_file::key_line(text, "channels"),
+        channels: channels_line,
     };
     scan.finish(name, &env.channels, &meta, opts, lines)
 }

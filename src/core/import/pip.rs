@@ -2,10 +2,14 @@
 //! options (which name the wheel variant), torch with its local version, the companions, and
 //! the extra packages. This module performs no I/O.
 
-use super::codes::{IMPORT_CHANGED, IMPORT_DROPPED};
+use super::codes::IMPORT_CHANGED;
 use super::scan::{Extra, Scan};
 use crate::core::compat::variant_cuda;
-use crate::core::spec::{parse_pip_pkg, PipPkg, PkgParse};
+use crate::core::diag::Diagnostic;
+use crate::core::spec::codes::UNNAMED_REFERENCE;
+use crate::core::spec::{
+    bare_reference, parse_pip_pkg, BareReference, PipPkg, PkgParse, REFERENCE_UNPINNED,
+};
 
 /// Options whose value is an index or a wheel location.
 const INDEX_OPTIONS: [&str; 5] = [
@@ -26,14 +30,23 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
     if line.is_empty() || line.starts_with('#') {
         return;
     }
-    if let Some(url) = index_option(line) {
-        return index(scan, line, &url);
+    if let Some((opt, url)) = index_option(line) {
+        return index(scan, line, opt, &url);
     }
     if !line.starts_with('-') {
         if let Some((req, options)) = split_options(line) {
             trailing_options(scan, req, options);
             return self::line(scan, req);
         }
+    }
+    if let Some(b) = bare_reference(line) {
+        return reference(scan, line, &b);
+    }
+    if line.starts_with("-e ") || line.starts_with("--editable") {
+        return scan.drop_item(
+            line,
+            "an editable install of a local directory (usually the project itself): the image does not carry the project's source; build a wheel of it into the spec's `[image] wheels` directory, or install it in the container",
+        );
     }
     if line.starts_with('-') {
         return scan.drop_item(
@@ -55,7 +68,7 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
         PkgParse::Unpinned { name, why } => {
             if let Some(c) = scan.found.companion(&name) {
                 c.listed = true;
-            } else if why.starts_with("is a direct reference") {
+            } else if why == REFERENCE_UNPINNED {
                 scan.unpinned_reference(line, why);
             } else {
                 scan.unpinned(line, &name, "==");
@@ -65,10 +78,37 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
     }
 }
 
+/// A URL without `NAME @`: with `#egg=NAME` it is read as `NAME @ URL` (an editable one as a
+/// regular install), and said; without a name it is `UNNAMED_REFERENCE`. Either way a branch,
+/// tag or missing ref is then `UNPINNED_VERSION`, as for `NAME @ URL` written out.
+fn reference(scan: &mut Scan, line: &str, b: &BareReference) {
+    let Some(named) = b.named() else {
+        let d = Diagnostic::error(
+            UNNAMED_REFERENCE,
+            format!(
+                "`{line}` in {} installs from a URL without naming the package",
+                scan.shown_file()
+            ),
+        )
+        .with_hint(b.hint());
+        return scan.error(d);
+    };
+    let editable = if b.editable {
+        "; it is installed as a regular package, not editable (an image has no checkout to edit)"
+    } else {
+        ""
+    };
+    scan.note(
+        IMPORT_CHANGED,
+        format!("`{line}` is written as `{named}` (the name from `#egg=`){editable}"),
+    );
+    self::line(scan, &named);
+}
+
 /// An index option: PyTorch's wheel index names the torch variant (and the lock writes it
-/// back); other indexes and find-links locations are noted, since the spec cannot yet carry
-/// them.
-fn index(scan: &mut Scan, line: &str, url: &str) {
+/// back); other indexes and find-links locations are carried over to the spec's
+/// `pip-index-url`, `pip-extra-index-urls` and `pip-find-links`.
+fn index(scan: &mut Scan, line: &str, opt: &str, url: &str) {
     if let Some(v) = index_variant(url) {
         scan.found.pip_variant = Some(v);
         return;
@@ -76,10 +116,24 @@ fn index(scan: &mut Scan, line: &str, url: &str) {
     if url.contains("download.pytorch.org") {
         return scan.drop_item(line, "PyTorch's own wheel location; the lock installs torch from the wheel index of its CUDA variant");
     }
-    scan.note(
-        IMPORT_DROPPED,
-        format!("`{line}` is not carried over: the spec has no key for pip indexes or find-links locations other than PyTorch's wheel index yet; packages only found there will not install until it is added to the build by hand"),
-    );
+    if let Some(d) = crate::core::resolve::insecure_source(opt, url) {
+        scan.notes
+            .push(d.with_location(super::location(scan.file, scan.line)));
+    }
+    let at = (url.to_string(), scan.line);
+    let f = &mut scan.found;
+    match opt {
+        "--index-url" | "-i" => {
+            if let Some((old, _)) = f.index_url.replace(at) {
+                scan.note(
+                    IMPORT_CHANGED,
+                    format!("`{line}` replaces the index `{old}` given before (pip uses the last `--index-url`)"),
+                );
+            }
+        }
+        "--extra-index-url" => f.extra_index_urls.push(at),
+        _ => f.find_links.push(at),
+    }
 }
 
 /// `torch==2.0.1+cu118 --index-url URL`: the requirement and the options after it. As pip
@@ -112,8 +166,11 @@ fn trailing_options(scan: &mut Scan, req: &str, options: &str) {
             if let Some(v) = index_variant(value) {
                 scan.found.pip_variant.get_or_insert(v);
                 scan.note(IMPORT_CHANGED, format!("`{shown}` after `{req}` is read as the file's index: PyTorch's wheel index of that variant, which the lock installs torch from (pip itself ignores index options on a requirement line; they belong on a line of their own)"));
+            } else if !value.contains("download.pytorch.org") {
+                scan.note(IMPORT_CHANGED, format!("`{shown}` after `{req}` is carried over as a location for the whole install (pip itself ignores index options on a requirement line; they belong on a line of their own)"));
+                index(scan, &shown, opt, value);
             } else {
-                index(scan, &shown, value);
+                index(scan, &shown, opt, value);
             }
         } else if opt == "--hash" {
             scan.drop_item(&format!("{shown}` after `{req}"), "the spec pins pip packages by version (the requirement is carried over); pip's hash-checking mode is not");
@@ -123,12 +180,13 @@ fn trailing_options(scan: &mut Scan, req: &str, options: &str) {
     }
 }
 
-/// The value of an index option line (`--extra-index-url URL` or `--index-url=URL`).
-fn index_option(line: &str) -> Option<String> {
+/// The option and value of an index option line (`--extra-index-url URL` or
+/// `--index-url=URL`).
+fn index_option(line: &str) -> Option<(&'static str, String)> {
     INDEX_OPTIONS.iter().find_map(|o| {
         line.strip_prefix(o)
             .filter(|r| r.starts_with([' ', '=']))
-            .map(|r| r.trim_start_matches([' ', '=']).to_string())
+            .map(|r| (*o, r.trim_start_matches([' ', '=']).to_string()))
     })
 }
 

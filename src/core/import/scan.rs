@@ -44,6 +44,11 @@ pub(super) struct Found {
     pub(super) torchaudio: Companion,
     pub(super) conda: Vec<Extra>,
     pub(super) pip: Vec<Extra>,
+    /// pip's `--index-url`, `--extra-index-url` and `--find-links` locations other than
+    /// PyTorch's, each with its input line.
+    pub(super) index_url: Option<(String, Option<usize>)>,
+    pub(super) extra_index_urls: Vec<(String, Option<usize>)>,
+    pub(super) find_links: Vec<(String, Option<usize>)>,
 }
 
 impl Found {
@@ -217,7 +222,7 @@ impl<'a> Scan<'a> {
             UNPINNED_VERSION,
             format!("`{dep}` in {} {why}", self.shown_file()),
         )
-        .with_hint("pin it: end a git URL with `@<40-hex commit>`, or an archive URL with `#sha256=<64 hex>`");
+        .with_hint(crate::core::spec::PIN_REFERENCE_HINT);
         self.error(d);
     }
 

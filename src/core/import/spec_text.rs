@@ -165,6 +165,28 @@ fn top_keys(out: &mut Out, i: &Pins) {
     }
     list(out, "conda", &f.conda);
     list(out, "pip", &f.pip);
+    if let Some((u, line)) = &f.index_url {
+        out.push(&format!("pip-index-url = {}\n", q(u)), *line);
+    }
+    locations(out, "pip-extra-index-urls", &f.extra_index_urls);
+    locations(out, "pip-find-links", &f.find_links);
+}
+
+/// A TOML array of pip locations, one a line, each with its input line; a location given
+/// twice is written once.
+fn locations(out: &mut Out, key: &str, xs: &[(String, Option<usize>)]) {
+    if xs.is_empty() {
+        return;
+    }
+    out.push(&format!("{key} = [\n"), None);
+    let mut seen = Vec::new();
+    for (u, line) in xs {
+        if !seen.contains(&u) {
+            seen.push(u);
+            out.push(&format!("    {},\n", q(u)), *line);
+        }
+    }
+    out.push("]\n", None);
 }
 
 /// The CUDA key of the source: `pytorch-cuda` for the pytorch channel, `cuda` for conda-forge

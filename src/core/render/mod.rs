@@ -89,9 +89,26 @@ impl Rendered {
 }
 
 /// Directories the Dockerfile copies that are not in [`Rendered::files`]: the lock's
-/// `[image] wheels`, relative to the spec's directory, copied under the same relative path.
+/// `[image] wheels` and local `--find-links` directories, relative to the spec's directory,
+/// copied under the same relative path.
 pub fn extra_context_dirs(lock: &Lock) -> Vec<String> {
-    lock.image.wheels.iter().cloned().collect()
+    let mut dirs: Vec<String> = lock.image.wheels.iter().cloned().collect();
+    for d in local_find_links(lock) {
+        if !dirs.iter().any(|x| x == d) {
+            dirs.push(d.to_string());
+        }
+    }
+    dirs
+}
+
+/// The lock's `--find-links` directories (not URLs): the Dockerfile copies each beside the
+/// requirements before installing, where pip and conda look for relative locations.
+fn local_find_links(lock: &Lock) -> impl Iterator<Item = &str> {
+    lock.install
+        .pip_find_links
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !crate::core::spec::is_url(l))
 }
 
 /// The tag `render` writes into the run snippets: `envbuild/<name>:<variant>-<hash12>`.
@@ -196,6 +213,13 @@ struct Ctx {
     pip: Vec<String>,
     /// `--extra-index-url` values, already validated as URLs.
     pip_index_urls: Vec<String>,
+    /// `--index-url`, already validated.
+    pip_main_index_url: Option<String>,
+    /// `--find-links` values, already validated (URLs, or directories copied beside the
+    /// requirements).
+    pip_find_links: Vec<String>,
+    /// The find-links directories, for the Dockerfile's COPY lines.
+    pip_find_links_dirs: Vec<String>,
     conda_override_cuda: Option<String>,
     base_image: String,
     base_digest: Option<String>,
@@ -307,6 +331,9 @@ impl Ctx {
             conda_deps,
             pip: lock.install.pip.clone(),
             pip_index_urls: lock.install.pip_extra_index_urls.clone(),
+            pip_main_index_url: lock.install.pip_index_url.clone(),
+            pip_find_links: lock.install.pip_find_links.clone(),
+            pip_find_links_dirs: local_find_links(lock).map(String::from).collect(),
             conda_override_cuda: lock.install.conda_override_cuda.clone(),
             base_image,
             base_digest: lock.image.base_digest.clone(),
@@ -511,12 +538,35 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
             "a pinned pip requirement",
         );
     }
+    // The spec's rule for pip locations; PyTorch's wheel index is the source's own.
+    let pip_location =
+        |u: &str, dirs: bool| crate::core::spec::pip_location_rule(u, dirs).is_ok_and(|n| n == u);
     for u in &lock.install.pip_extra_index_urls {
+        let pytorch = u
+            .strip_prefix(crate::core::resolve::INDEX_BASE)
+            .and_then(|v| v.strip_prefix('/'))
+            .is_some_and(|v| word(v, "._-"));
         c.check(
             "install.pip_extra_index_urls",
             u,
-            (u.starts_with("https://") || u.starts_with("http://")) && word(u, "._-:/~%+"),
+            pytorch || pip_location(u, false),
             "an http(s) URL",
+        );
+    }
+    if let Some(u) = &lock.install.pip_index_url {
+        c.check(
+            "install.pip_index_url",
+            u,
+            pip_location(u, false),
+            "an http(s) URL",
+        );
+    }
+    for u in &lock.install.pip_find_links {
+        c.check(
+            "install.pip_find_links",
+            u,
+            pip_location(u, true),
+            "an http(s) URL or a relative directory",
         );
     }
     if let Some(v) = &lock.install.conda_override_cuda {

@@ -1,5 +1,6 @@
-//! Conda channels: the end of the `pytorch` channel, the channels each conda source needs, and
-//! channel mixes that pull incompatible builds. This module performs no I/O.
+//! Conda channels and pip locations: the end of the `pytorch` channel, the channels each conda
+//! source needs, channel mixes that pull incompatible builds, and locations reached over plain
+//! http. This module performs no I/O.
 
 use super::codes::*;
 use super::hints::Hinter;
@@ -99,4 +100,40 @@ fn conda_forge(spec: &Spec, diags: &mut Vec<Diagnostic>) {
             .with_hint("add \"conda-forge\" to channels"),
         );
     }
+}
+
+/// Every channel, pip index and find-links URL reached over plain `http://`: accepted (an
+/// internal mirror may have no TLS), but anyone on the path can swap the packages, so it warns.
+pub(super) fn insecure(spec: &Spec, diags: &mut Vec<Diagnostic>) {
+    let conda_channels = spec
+        .conda
+        .iter()
+        .filter_map(|c| c.channel.as_deref().map(|ch| ("conda", ch)));
+    let all = spec
+        .channels
+        .iter()
+        .map(|c| ("channels", c.as_str()))
+        .chain(conda_channels)
+        .chain(spec.pip_sources.urls());
+    for (key, url) in all {
+        if let Some(d) = insecure_source(key, url) {
+            diags.push(d);
+        }
+    }
+}
+
+/// The `INSECURE_SOURCE` warning for one location under `key`, when it is plain http.
+pub fn insecure_source(key: &str, url: &str) -> Option<Diagnostic> {
+    let rest = url
+        .get(..7)
+        .filter(|s| s.eq_ignore_ascii_case("http://"))
+        .map(|_| &url[7..])?;
+    Some(
+        warn(
+            INSECURE_SOURCE,
+            key,
+            format!("`{url}` is reached over plain http: anyone on the network path can change the packages it serves"),
+        )
+        .with_hint(format!("use https://{rest} if the server offers it")),
+    )
 }

@@ -1,5 +1,5 @@
 //! Install lines: the exact conda match specs and pip requirements of a lock, in install order,
-//! and the PyTorch index pip needs. This module performs no I/O.
+//! and the indexes and find-links locations pip needs (PyTorch's, then the spec's own). This module performs no I/O.
 
 use super::build::Build;
 use super::packages::{Packages, MKL};
@@ -35,7 +35,9 @@ pub(super) fn lines(
     let mut install = Install {
         conda: Vec::new(),
         pip: Vec::new(),
+        pip_index_url: spec.pip_sources.index_url.clone(),
         pip_extra_index_urls: Vec::new(),
+        pip_find_links: spec.pip_sources.find_links.clone(),
         conda_override_cuda: None,
     };
     let mut index_url = None;
@@ -79,6 +81,9 @@ pub(super) fn lines(
         .conda
         .extend(spec.conda.iter().map(|c| c.match_spec()));
     install.pip.extend(spec.pip.iter().map(|p| p.requirement()));
+    install
+        .pip_extra_index_urls
+        .extend(spec.pip_sources.extra_index_urls.iter().cloned());
     if wants_conda && !install.pip.is_empty() && !spec.conda.iter().any(|c| c.name == "pip") {
         install.conda.push("pip".into());
     }

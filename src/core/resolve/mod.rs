@@ -30,6 +30,7 @@ use crate::core::lock::Lock;
 use crate::core::spec::Spec;
 use crate::core::version::Version;
 
+pub use channels::insecure_source;
 pub use image::default_jupyterlab;
 pub use install::INDEX_BASE;
 
@@ -63,6 +64,7 @@ pub mod codes {
     pub const TORCHAUDIO_FROZEN: Code = "TORCHAUDIO_FROZEN";
     pub const EXPERIMENTAL_VARIANT: Code = "EXPERIMENTAL_VARIANT";
     pub const CHANNEL_MIX: Code = "CHANNEL_MIX";
+    pub const INSECURE_SOURCE: Code = "INSECURE_SOURCE";
     /// Every code above.
     pub const ALL: &[Code] = &[
         DRIVER_TOO_OLD,
@@ -89,6 +91,7 @@ pub mod codes {
         TORCHAUDIO_FROZEN,
         EXPERIMENTAL_VARIANT,
         CHANNEL_MIX,
+        INSECURE_SOURCE,
     ];
 }
 
@@ -165,6 +168,7 @@ fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resol
     let (checks, mode, locked_gpus) = check::build(spec, table, spec.source, &gpus, &build);
     diags.extend(hinter.for_checks(checks, t, &build));
     channels::check(spec, t, &mut diags);
+    channels::insecure(spec, &mut diags);
     let pkgs = packages::collect(spec, table, t, &py_minor, &mut diags);
     if !python_ok || diags.iter().any(Diagnostic::is_error) {
         return Resolution::failed(diags);

@@ -789,3 +789,78 @@ fn a_gpu_minimum_the_table_doubts_is_still_bounded_by_its_architecture() {
     let r = with(&t, "560.35.05");
     assert!(find(&r, codes::DRIVER_TOO_OLD).is_error());
 }
+
+#[test]
+fn plain_http_locations_warn_and_still_lock_with_the_spec_s_pip_locations() {
+    let body = format!(
+        "{IDX}\nchannels = [\"conda-forge\", \"http://mirror.example/extras\"]\n\
+         conda = [\"http://mirror.example/tools::rich=13.7.1\"]\n\
+         pip-index-url = \"http://pypi.mirror.example/simple\"\n\
+         pip-extra-index-urls = [\"https://pypi.nvidia.com\"]\n\
+         pip-find-links = [\"http://wheels.example/torch.html\", \"wheels/pyg\"]"
+    );
+    let r = resolve_toml(&spec(&body, "driver = \"550.54.15\"\ngpus = [\"A100\"]"));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    let insecure: Vec<(&str, &str)> = r
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == codes::INSECURE_SOURCE)
+        .map(|d| (d.field.as_deref().unwrap(), d.hint.as_deref().unwrap()))
+        .collect();
+    assert_eq!(
+        insecure,
+        [
+            (
+                "channels",
+                "use https://mirror.example/extras if the server offers it"
+            ),
+            (
+                "conda",
+                "use https://mirror.example/tools if the server offers it"
+            ),
+            (
+                "pip-index-url",
+                "use https://pypi.mirror.example/simple if the server offers it"
+            ),
+            (
+                "pip-find-links",
+                "use https://wheels.example/torch.html if the server offers it"
+            ),
+        ]
+    );
+    // PyTorch's index first (torch must come from it), then the spec's own, in pip's order.
+    let lock = r.lock.unwrap();
+    assert_eq!(
+        lock.install.pip_extra_index_urls,
+        [
+            "https://download.pytorch.org/whl/cu124",
+            "https://pypi.nvidia.com"
+        ]
+    );
+    assert_eq!(
+        lock.install.pip_index_url.as_deref(),
+        Some("http://pypi.mirror.example/simple")
+    );
+    assert_eq!(
+        lock.install.pip_find_links,
+        ["http://wheels.example/torch.html", "wheels/pyg"]
+    );
+}
+
+#[test]
+fn a_spec_without_pip_locations_keeps_its_hash() {
+    // The canonical JSON leaves the empty locations out: locks made before the keys existed
+    // stay current.
+    let t = table();
+    let s = parse(&spec(IDX, ""), Format::Toml, "spec.toml", &t).unwrap();
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(!json.contains("pip_sources"), "{json}");
+    let with = parse(
+        &spec(&format!("{IDX}\npip-find-links = [\"wheels\"]"), ""),
+        Format::Toml,
+        "spec.toml",
+        &t,
+    )
+    .unwrap();
+    assert_ne!(spec_hash(&s), spec_hash(&with));
+}

@@ -20,8 +20,12 @@ mod validate;
 
 pub use crate::core::rules::is_safe_path;
 pub use locator::Locator;
-pub use packages::{parse_conda_pkg, parse_pip_pkg, PkgParse};
+pub use packages::{
+    bare_reference, parse_conda_pkg, parse_pip_pkg, BareReference, PkgParse, PIN_REFERENCE_HINT,
+    REFERENCE_UNPINNED,
+};
 pub use safety::MAX_VALUE_LEN;
+pub use sources::pip_location_rule;
 
 use crate::core::diag::{Diagnostic, Location};
 use crate::core::version::Version;
@@ -34,8 +38,15 @@ pub mod codes {
     pub const INVALID_SPEC: Code = "INVALID_SPEC";
     pub const UNPINNED_VERSION: Code = "UNPINNED_VERSION";
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
+    /// A pip line that installs from a URL without naming the package (`git+https://...`).
+    pub const UNNAMED_REFERENCE: Code = "UNNAMED_REFERENCE";
     /// Every code above.
-    pub const ALL: &[Code] = &[INVALID_SPEC, UNPINNED_VERSION, UNSAFE_VALUE];
+    pub const ALL: &[Code] = &[
+        INVALID_SPEC,
+        UNPINNED_VERSION,
+        UNSAFE_VALUE,
+        UNNAMED_REFERENCE,
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -191,6 +202,59 @@ impl PipPkg {
     }
 }
 
+/// pip's package locations other than PyPI and PyTorch's wheel index, as the spec's
+/// `pip-index-url`, `pip-extra-index-urls` and `pip-find-links` give them (validated: http(s)
+/// URLs without credentials; a find-links location may also be a directory inside the project).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PipSources {
+    /// `--index-url`: replaces PyPI as pip's main index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+    /// `--extra-index-url`, in the order written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_index_urls: Vec<String>,
+    /// `--find-links`: an http(s) URL of a page of links, or a relative directory.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub find_links: Vec<String>,
+}
+
+impl PipSources {
+    pub fn is_empty(&self) -> bool {
+        self.index_url.is_none() && self.extra_index_urls.is_empty() && self.find_links.is_empty()
+    }
+
+    /// The find-links locations that are directories of the project (not URLs).
+    pub fn local_dirs(&self) -> impl Iterator<Item = &str> {
+        self.find_links
+            .iter()
+            .map(String::as_str)
+            .filter(|l| !is_url(l))
+    }
+
+    /// Every URL with its key, for checks such as `INSECURE_SOURCE`.
+    pub fn urls(&self) -> Vec<(&'static str, &str)> {
+        let mut v: Vec<(&'static str, &str)> = Vec::new();
+        v.extend(self.index_url.iter().map(|u| ("pip-index-url", u.as_str())));
+        v.extend(
+            self.extra_index_urls
+                .iter()
+                .map(|u| ("pip-extra-index-urls", u.as_str())),
+        );
+        v.extend(
+            self.find_links
+                .iter()
+                .filter(|l| is_url(l))
+                .map(|u| ("pip-find-links", u.as_str())),
+        );
+        v
+    }
+}
+
+/// Whether a package location is a URL (`scheme://...`) rather than a path.
+pub fn is_url(s: &str) -> bool {
+    s.contains("://")
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Target {
     pub driver: Option<Version>,
@@ -235,6 +299,10 @@ pub struct Spec {
     pub torchaudio: bool,
     pub conda: Vec<CondaPkg>,
     pub pip: Vec<PipPkg>,
+    /// Where pip looks besides PyPI; left out of the canonical JSON when empty, so specs
+    /// without these keys keep their hash.
+    #[serde(skip_serializing_if = "PipSources::is_empty")]
+    pub pip_sources: PipSources,
     pub target: Target,
     pub image: Image,
     pub run: Run,

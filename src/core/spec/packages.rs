@@ -2,7 +2,7 @@
 //! `name[extras]==version` pins, refusing floats, and refusing packages the spec manages
 //! through its own keys or lists twice. This module performs no I/O.
 
-use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::codes::{INVALID_SPEC, UNNAMED_REFERENCE, UNPINNED_VERSION};
 use super::pins::{is_pkg_version, range_like, unpinned};
 use super::raw::RawSpec;
 use super::safety::is_name;
@@ -139,6 +139,12 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
     })
 }
 
+/// Why a direct reference at a branch, a tag or no ref is not a pin.
+pub const REFERENCE_UNPINNED: &str =
+    "is a direct reference without a commit (`@<40-hex sha>`) or a `#sha256=` hash";
+/// How to pin a direct reference, wherever it was written.
+pub const PIN_REFERENCE_HINT: &str = "pin it: end a git URL with `@<40-hex commit>` (a branch or tag moves), or an archive URL with `#sha256=<64 hex>`";
+
 /// `name @ URL`: pinned when the URL names a git commit (`git+https://...@<40 hex>`) or an
 /// archive's sha256 (`https://...#sha256=<64 hex>`); the commit or hash is its version.
 fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<PipPkg> {
@@ -175,8 +181,86 @@ fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<Pi
         }),
         None => PkgParse::Unpinned {
             name,
-            why: "is a direct reference without a commit (`@<40-hex sha>`) or a `#sha256=` hash",
+            why: REFERENCE_UNPINNED,
         },
+    }
+}
+
+/// A pip line that installs from a URL without naming the package: `git+https://...@ref`,
+/// `git+https://...#egg=NAME`, or an editable `-e git+...`. pip learns the name only by
+/// fetching the URL; a spec needs it up front (`NAME @ URL`), to pin and check it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BareReference {
+    /// The URL without its `#egg=` fragment.
+    pub url: String,
+    /// The name from `#egg=NAME`, normalized, when given.
+    pub egg: Option<String>,
+    pub editable: bool,
+}
+
+/// The line as a [`BareReference`], if it is a URL (after `-e`/`--editable`).
+pub fn bare_reference(line: &str) -> Option<BareReference> {
+    let line = line.trim();
+    let (editable, rest) = match line
+        .strip_prefix("-e")
+        .or_else(|| line.strip_prefix("--editable"))
+    {
+        Some(r) if r.starts_with([' ', '=']) => (true, r.trim_start_matches([' ', '='])),
+        _ => (false, line),
+    };
+    let lower = rest.to_ascii_lowercase();
+    let is_url = [
+        "git+", "hg+", "svn+", "bzr+", "https://", "http://", "file:",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p));
+    if !is_url {
+        return None;
+    }
+    let (url, egg) = match rest.split_once("#egg=") {
+        Some((u, e)) => {
+            let e = e.split('&').next().unwrap_or("");
+            (u, Some(e.to_ascii_lowercase().replace('_', "-")))
+        }
+        None => (rest, None),
+    };
+    Some(BareReference {
+        url: url.to_string(),
+        egg: egg.filter(|e| is_name(e)),
+        editable,
+    })
+}
+
+impl BareReference {
+    /// `NAME @ URL`, when `#egg=` names the package.
+    pub fn named(&self) -> Option<String> {
+        self.egg.as_ref().map(|n| format!("{n} @ {}", self.url))
+    }
+
+    /// The `UNNAMED_REFERENCE` hint: how to write the line, and its commit when it has none.
+    pub fn hint(&self) -> String {
+        let name = self.egg.as_deref().unwrap_or("NAME");
+        let pinned = matches!(parse_pip_pkg(&format!("x @ {}", self.url)), PkgParse::Ok(_));
+        let url = if pinned || !self.url.starts_with("git+") {
+            self.url.clone()
+        } else {
+            let base = match self.url.rsplit_once('@') {
+                Some((b, r)) if b.contains("://") && !r.contains('/') => b,
+                _ => &self.url,
+            };
+            format!("{base}@<40-hex commit>")
+        };
+        let mut h = format!("name the package: \"{name} @ {url}\"");
+        if !pinned {
+            h.push_str(" (a branch, tag or no ref moves; pin the commit)");
+        }
+        if !(self.url.starts_with("git+https://") || self.url.starts_with("https://")) {
+            h.push_str("; with an https:// (git+https://) URL, the only kind a spec takes");
+        }
+        if self.editable {
+            h.push_str("; an image installs it as a regular package, there is no checkout to edit");
+        }
+        h
     }
 }
 
@@ -223,6 +307,17 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
 fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
+        if let Some(b) = bare_reference(p) {
+            if cx.safe("pip", &b.url) {
+                cx.err(
+                    UNNAMED_REFERENCE,
+                    "pip",
+                    format!("pip line `{p}` installs from a URL without naming the package"),
+                    Some(b.hint()),
+                );
+            }
+            continue;
+        }
         if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
             continue;
         }
@@ -232,7 +327,11 @@ fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
                 UNPINNED_VERSION,
                 "pip",
                 format!("pip package `{p}` {why}"),
-                Some(format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")),
+                Some(if why == REFERENCE_UNPINNED {
+                    PIN_REFERENCE_HINT.to_string()
+                } else {
+                    format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")
+                }),
             ),
             PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
         }
@@ -351,5 +450,44 @@ mod tests {
             parse_pip_pkg("x @ file:///tmp/x.whl"),
             PkgParse::Invalid(_)
         ));
+    }
+
+    #[test]
+    fn a_url_without_a_name_is_a_bare_reference_whatever_its_spelling() {
+        let b = bare_reference("-e git+https://github.com/o/My_Pkg.git@main#egg=My_Pkg").unwrap();
+        assert!(b.editable);
+        assert_eq!(b.egg.as_deref(), Some("my-pkg"));
+        assert_eq!(
+            b.named().unwrap(),
+            "my-pkg @ git+https://github.com/o/My_Pkg.git@main"
+        );
+        assert!(b
+            .hint()
+            .contains("git+https://github.com/o/My_Pkg.git@<40-hex commit>"));
+        // The user of an ssh URL is not a ref.
+        let ssh = bare_reference("git+ssh://git@github.com/o/x.git").unwrap();
+        assert_eq!(ssh.egg, None);
+        assert!(
+            ssh.hint()
+                .contains("\"NAME @ git+ssh://git@github.com/o/x.git@<40-hex commit>\"")
+                && ssh.hint().contains("with an https:// (git+https://) URL"),
+            "{}",
+            ssh.hint()
+        );
+        let commit = "a".repeat(40);
+        let pinned = bare_reference(&format!("git+https://github.com/o/x.git@{commit}")).unwrap();
+        assert!(
+            !pinned.hint().contains("pin the commit"),
+            "{}",
+            pinned.hint()
+        );
+        for named in [
+            "x @ git+https://github.com/o/x.git",
+            "x==1.0",
+            "-e .",
+            "./local/pkg",
+        ] {
+            assert_eq!(bare_reference(named), None, "{named}");
+        }
     }
 }

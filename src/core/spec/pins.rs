@@ -161,10 +161,31 @@ pub(super) enum TorchPin {
     Invalid,
 }
 
+/// `python` as written.
+pub(super) enum PythonPin {
+    Exact(Version),
+    /// A requirement, not a version: `diag` is the index of its UNPINNED_VERSION error, whose
+    /// hint waits for the rest of the spec (see [`unpinned_python_hint`]).
+    Range {
+        req: String,
+        diag: usize,
+    },
+    Invalid,
+}
+
+impl PythonPin {
+    pub(super) fn exact(&self) -> Option<Version> {
+        match self {
+            PythonPin::Exact(v) => Some(v.clone()),
+            _ => None,
+        }
+    }
+}
+
 /// `python`: required, an exact `3.X` or `3.X.Y`. Checked before `pytorch`, whose hints it
-/// sharpens; an unpinned python is hinted with the newest version that fits (the given torch's
-/// pythons when that is pinned).
-pub(super) fn python(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Option<Version> {
+/// sharpens. An unpinned python is hinted once the rest of the spec is known, with a version
+/// proven to lock (see [`newest_python_fitting`]).
+pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> PythonPin {
     let p = match raw.python.as_deref() {
         None => {
             cx.err(
@@ -173,42 +194,28 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Option<Versi
                 "missing required key `python`".into(),
                 Some("add e.g. python = \"3.11\"".into()),
             );
-            return None;
+            return PythonPin::Invalid;
         }
         Some(p) => p,
     };
     if let Some(why) = unpinned(p) {
-        let torch = raw
-            .pytorch
-            .as_deref()
-            .and_then(Version::parse)
-            .and_then(|v| table.torch_row(&v).cloned());
-        let newest = torch
-            .as_ref()
-            .and_then(|t| t.python.iter().rfind(|x| satisfies(p, x)).cloned())
-            .or_else(|| {
-                table
-                    .python
-                    .iter()
-                    .map(|r| r.version.clone())
-                    .rfind(|x| satisfies(p, x))
-            });
+        let diag = cx.count();
         cx.err(
             UNPINNED_VERSION,
             "python",
             format!("python `{p}` {why}"),
-            Some(match newest {
-                Some(v) => format!("pin it: python = \"{v}\" is the newest that fits"),
-                None => "pin it to a version such as \"3.11\"".into(),
-            }),
+            None,
         );
-        return None;
+        return PythonPin::Range {
+            req: p.to_string(),
+            diag,
+        };
     }
     if !cx.safe("python", p) {
-        return None;
+        return PythonPin::Invalid;
     }
     match Version::parse(p) {
-        Some(v) if (2..=3).contains(&v.len()) && v.major() == 3 => Some(v),
+        Some(v) if (2..=3).contains(&v.len()) && v.major() == 3 => PythonPin::Exact(v),
         _ => {
             cx.err(
                 INVALID_SPEC,
@@ -216,8 +223,34 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Option<Versi
                 format!("python `{p}` is not a Python version"),
                 Some("use \"3.11\" or \"3.11.9\"".into()),
             );
-            None
+            PythonPin::Invalid
         }
+    }
+}
+
+/// The newest Python of the table that satisfies `req` and passes `fits` (the proof that the
+/// rest of the spec locks with it).
+pub(super) fn newest_python_fitting(
+    table: &Table,
+    req: &str,
+    fits: impl Fn(&Version) -> bool,
+) -> Option<Version> {
+    table
+        .python
+        .iter()
+        .rev()
+        .map(|r| &r.version)
+        .filter(|v| satisfies(req, v))
+        .find(|v| fits(v))
+        .cloned()
+}
+
+/// The hint of an unpinned `python`: the version found by [`newest_python_fitting`], or how to
+/// pin without one.
+pub(super) fn unpinned_python_hint(found: Option<&Version>) -> String {
+    match found {
+        Some(v) => format!("pin it: python = \"{v}\" is the newest that fits"),
+        None => "pin an exact version; no Python in this range locks with the rest of the spec (`envbuild table torch` lists each release's Pythons)".into(),
     }
 }
 

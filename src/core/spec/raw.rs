@@ -20,6 +20,11 @@ pub struct RawSpec {
     pub conda: Vec<String>,
     #[serde(default)]
     pub pip: Vec<String>,
+    pub pip_index_url: Option<String>,
+    #[serde(default)]
+    pub pip_extra_index_urls: Vec<String>,
+    #[serde(default)]
+    pub pip_find_links: Vec<String>,
     #[serde(default)]
     pub target: RawTarget,
     #[serde(default)]
@@ -73,6 +78,9 @@ pub const TOP_KEYS: &[&str] = &[
     "torchaudio",
     "conda",
     "pip",
+    "pip-index-url",
+    "pip-extra-index-urls",
+    "pip-find-links",
     "target",
     "image",
     "run",

@@ -1,12 +1,14 @@
-//! Where torch comes from: the `channels` list (names or URLs), and the `source`, given or
-//! inferred from the CUDA keys, checked against the keys that apply to it.
+//! Where packages come from: the `channels` list (names or URLs), the `source`, given or
+//! inferred from the CUDA keys and checked against the keys that apply to it, and pip's
+//! indexes and find-links locations.
 //! This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
 use super::raw::RawSpec;
 use super::safety::{is_name, MAX_VALUE_LEN};
 use super::validate::Ctx;
-use super::Source;
+use super::{PipSources, Source};
+use crate::core::rules::is_safe_path;
 
 const CHANNEL_NAME_HINT: &str =
     "a channel is a name such as `conda-forge`, a label channel such as `nvidia/label/cuda-12.4.1`, or an https:// URL without spaces or quotes";
@@ -144,4 +146,124 @@ fn check_source_keys(cx: &mut Ctx, raw: &RawSpec, src: Source) {
         ),
         _ => {}
     }
+}
+
+/// `pip-index-url`, `pip-extra-index-urls`, `pip-find-links`: pip's locations besides PyPI.
+pub(super) fn pip_sources(cx: &mut Ctx, raw: &RawSpec) -> PipSources {
+    let index_url = raw
+        .pip_index_url
+        .as_deref()
+        .and_then(|u| pip_location(cx, "pip-index-url", u, false));
+    let mut lists = [
+        ("pip-extra-index-urls", &raw.pip_extra_index_urls, false),
+        ("pip-find-links", &raw.pip_find_links, true),
+    ]
+    .map(|(key, list, dirs)| {
+        let mut out: Vec<String> = Vec::new();
+        for u in list {
+            let Some(u) = pip_location(cx, key, u, dirs) else {
+                continue;
+            };
+            if out.contains(&u) || index_url.as_ref() == Some(&u) {
+                cx.err(
+                    INVALID_SPEC,
+                    key,
+                    format!("`{u}` is listed twice"),
+                    Some("list each pip location once".into()),
+                );
+            } else {
+                out.push(u);
+            }
+        }
+        out
+    });
+    PipSources {
+        index_url,
+        extra_index_urls: std::mem::take(&mut lists[0]),
+        find_links: std::mem::take(&mut lists[1]),
+    }
+}
+
+/// One pip location, checked by [`pip_location_rule`]; reported under `key`.
+fn pip_location(cx: &mut Ctx, key: &str, value: &str, dirs: bool) -> Option<String> {
+    if !cx.safe(key, value) {
+        return None;
+    }
+    match pip_location_rule(value, dirs) {
+        Ok(v) => Some(v),
+        Err((why, hint)) => {
+            cx.err(INVALID_SPEC, key, why, Some(hint.to_string()));
+            None
+        }
+    }
+}
+
+/// One pip location: an http(s) URL of plain characters and no credentials, or (`dirs`, for
+/// find-links) a directory inside the project, written relative to the spec; the normalized
+/// value, or why not with a hint. PyTorch's own index belongs to the `source` keys, which pick
+/// its CUDA variant. The spec and the renderer's lock check both use this rule.
+pub fn pip_location_rule(value: &str, dirs: bool) -> Result<String, (String, &'static str)> {
+    let lower = value.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+    else {
+        if lower.contains("://") || lower.starts_with("file:") {
+            return Err((
+                format!(
+                    "`{value}`: a pip location must be an https:// (or http://) URL{}",
+                    if dirs {
+                        " or a directory of the project"
+                    } else {
+                        ""
+                    }
+                ),
+                if dirs {
+                    "a file:// URL names the build machine's disk, which the image build cannot see; write the directory relative to the spec (e.g. \"wheels/pyg\"): it is copied into the build"
+                } else {
+                    "e.g. \"https://pypi.nvidia.com\""
+                },
+            ));
+        }
+        if !dirs {
+            return Err((
+                format!("`{value}` is not an https:// URL"),
+                "e.g. \"https://pypi.nvidia.com\"",
+            ));
+        }
+        let dir = value.trim_end_matches('/');
+        let dir = dir.strip_prefix("./").unwrap_or(dir);
+        if is_safe_path(dir, false) && dir.split('/').all(|s| !s.is_empty() && s != ".") {
+            return Ok(dir.to_string());
+        }
+        return Err((
+            format!("find-links directory `{value}` must be a directory inside the project"),
+            "write it relative to the spec, e.g. \"wheels/pyg\" (no `..`, no absolute path, not the project itself)",
+        ));
+    };
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    if value.contains('@') {
+        return Err((
+            format!("`{value}` has credentials in its URL (`user@host`)"),
+            "the spec, the lock and the image's files would carry them; give them to pip at build time instead (a netrc file or keyring), and write the URL without them",
+        ));
+    }
+    if host.is_empty()
+        || value.len() > MAX_VALUE_LEN
+        || !value.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b':' | b'+' | b'=')
+        })
+    {
+        return Err((
+            format!("`{value}` is not a plain http(s) URL"),
+            "use letters, digits and . _ - / : + = only (no query strings, fragments or spaces)",
+        ));
+    }
+    if host == "download.pytorch.org" {
+        return Err((
+            format!("`{value}` is PyTorch's own wheel location, which the `source` keys manage"),
+            "remove it and set source = \"pytorch-index\" with cuda = \"X.Y\": the lock writes that variant's index",
+        ));
+    }
+    Ok(value.to_string())
 }

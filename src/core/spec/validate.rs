@@ -3,7 +3,7 @@
 //! in the order the keys are checked, not only the first. This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
-use super::pins::TorchPin;
+use super::pins::{PythonPin, TorchPin};
 use super::raw::RawSpec;
 use super::safety::{is_name, refusal};
 use super::{image, packages, pins, run, sources, target};
@@ -64,7 +64,8 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let cx = &mut cx;
     let name = name(cx, raw.name.as_deref());
     // Python first: its value sharpens the hints for an unpinned pytorch.
-    let python = pins::python(cx, &raw, table);
+    let python_pin = pins::python(cx, &raw);
+    let python = python_pin.exact();
     let pytorch = pins::pytorch(cx, &raw, table);
     let pytorch_cuda = pins::cuda_version(
         cx,
@@ -76,13 +77,14 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let channels = sources::channels(cx, &raw);
     let source = sources::source(cx, &raw, channels.as_deref());
     let (conda, pip) = packages::packages(cx, &raw);
+    let pip_sources = sources::pip_sources(cx, &raw);
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
 
-    // The spec with a given torch, when the keys resolution needs are valid.
-    let with_torch = |pytorch: Version| -> Option<Spec> {
-        let (python, source, target) = (python.clone()?, source?, target.clone()?);
+    // The spec with a given python and torch, when the keys resolution needs are valid.
+    let with = |python: Version, pytorch: Version| -> Option<Spec> {
+        let (source, target) = (source?, target.clone()?);
         Some(Spec {
             // A bad name does not stop resolution: report its problems in the same run.
             name: name.clone().unwrap_or_else(|| "invalid-name".to_string()),
@@ -98,22 +100,39 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
             torchaudio: raw.torchaudio.unwrap_or(true),
             conda: conda.clone(),
             pip: pip.clone(),
+            pip_sources: pip_sources.clone(),
             target,
             image: image.clone(),
             run: run.clone(),
         })
     };
-    let spec = match pytorch {
-        TorchPin::Exact(v) => with_torch(v),
-        TorchPin::Range { req, diag } => {
-            // The hint is a claim: the release it names must lock with the rest of the spec.
-            let found = pins::newest_torch_fitting(table, &req, python.as_ref(), |v| {
-                with_torch(v.clone()).is_some_and(|s| crate::core::resolve::locks(&s, table))
+    let locks = |s: Option<Spec>| s.is_some_and(|s| crate::core::resolve::locks(&s, table));
+    // The newest torch in a range that locks with this python.
+    let torch_for = |req: &str, py: &Version| {
+        pins::newest_torch_fitting(table, req, Some(py), |v| locks(with(py.clone(), v.clone())))
+    };
+    // Every hint is a claim: the version it names must lock with the rest of the spec.
+    let hinted_python = match &python_pin {
+        PythonPin::Range { req, diag } => {
+            let found = pins::newest_python_fitting(table, req, |py| match &pytorch {
+                TorchPin::Exact(t) => locks(with(py.clone(), t.clone())),
+                TorchPin::Range { req, .. } => torch_for(req, py).is_some(),
+                TorchPin::Invalid => false,
             });
-            cx.set_hint(
-                diag,
-                pins::unpinned_torch_hint(found.as_ref(), python.as_ref()),
-            );
+            cx.set_hint(*diag, pins::unpinned_python_hint(found.as_ref()));
+            found
+        }
+        _ => None,
+    };
+    let spec = match pytorch {
+        TorchPin::Exact(v) => python.clone().and_then(|p| with(p, v)),
+        TorchPin::Range { req, diag } => {
+            let py = python.clone().or(hinted_python);
+            let found = match &py {
+                Some(py) => torch_for(&req, py),
+                None => None,
+            };
+            cx.set_hint(diag, pins::unpinned_torch_hint(found.as_ref(), py.as_ref()));
             None
         }
         TorchPin::Invalid => None,
