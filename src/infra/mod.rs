@@ -7,4 +7,5 @@ pub mod fs;
 pub mod host;
 pub mod proc;
 pub mod python;
+pub mod registry_auth;
 pub mod verdict_cache;

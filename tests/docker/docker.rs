@@ -8,6 +8,7 @@ use assert_cmd::Command;
 use envbuild::app::image::{ImageOptions, ImageRun, RenderedImage};
 use envbuild::app::test::SmokeSettings;
 use envbuild::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
+use envbuild::infra::docker::build::PullPolicy;
 use envbuild::infra::docker::run::Interrupt;
 use envbuild::infra::docker::{self, codes, images, Engine};
 use std::collections::BTreeMap;
@@ -58,6 +59,9 @@ fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
             run_id: support::run_id(),
         },
         cache_dir: Some(cache.to_path_buf()),
+        // Nothing here may come from a registry unless a test asks for it.
+        pull: PullPolicy::Never,
+        push: None,
     }
 }
 
