@@ -46,7 +46,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     ]
 }
 
-fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
+pub(crate) fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
     ImageOptions {
         variants: vec!["runtime".into()],
         tags: vec![],
@@ -66,7 +66,7 @@ fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
 }
 
 /// `app::image::build_and_test` with its progress ignored.
-async fn build_and_test(
+pub(crate) async fn build_and_test(
     engine: &Engine,
     rendered: &RenderedImage,
     opts: &ImageOptions,
@@ -75,7 +75,7 @@ async fn build_and_test(
     envbuild::app::image::build_and_test(engine, rendered, opts, interrupt, &mut |_| {}).await
 }
 
-fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImage {
+pub(crate) fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImage {
     RenderedImage {
         files: files
             .iter()
@@ -103,18 +103,18 @@ fn codes_of(run: &ImageRun) -> Vec<String> {
         .collect()
 }
 
-fn envbuild() -> Command {
+pub(crate) fn envbuild() -> Command {
     let mut cmd = Command::cargo_bin("envbuild").expect("binary");
     // Its smoke containers count as this test process's (the leftover checks filter by it).
     cmd.env("ENVBUILD_RUN_ID", support::run_prefix());
     cmd
 }
 
-fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     docker::new_run_id()
 }
 
-fn interrupt(d: &Docker) -> Interrupt {
+pub(crate) fn interrupt(d: &Docker) -> Interrupt {
     use futures_util::FutureExt;
     // Tests never interrupt through a signal here; a future that never resolves stands in.
     let _ = d;
