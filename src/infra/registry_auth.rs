@@ -152,7 +152,15 @@ fn helper_get(name: &str, server: &str) -> Result<Option<Credentials>, Failure> 
             "fix `credsStore`/`credHelpers` in the docker config",
         ));
     }
-    let mut cmd = std::process::Command::new(&program);
+    run_helper(std::process::Command::new(&program), &program, server)
+}
+
+/// Run a credential helper (`cmd`, shown as `program`) for `server`.
+fn run_helper(
+    mut cmd: std::process::Command,
+    program: &str,
+    server: &str,
+) -> Result<Option<Credentials>, Failure> {
     cmd.arg("get");
     let hint = "check the helper (`docker login` with it), or set ENVBUILD_REGISTRY_USER and \
                 ENVBUILD_REGISTRY_PASSWORD";
@@ -199,6 +207,67 @@ fn helper_get(name: &str, server: &str) -> Result<Option<Credentials>, Failure> 
         password,
         identity_token,
         server: server.to_string(),
-        origin: program,
+        origin: program.to_string(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in helper: a shell script answering as `script` says.
+    fn helper(script: &str) -> (tempfile::TempDir, std::process::Command) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docker-credential-test");
+        std::fs::write(&path, format!("#!/bin/sh\nread server\n{script}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cmd = std::process::Command::new(&path);
+        (dir, cmd)
+    }
+
+    #[test]
+    fn helpers_answer_by_the_protocol_and_their_output_is_never_shown() {
+        let (_d, cmd) = helper(
+            r#"[ "$server" = "r.io" ] || exit 9; echo '{"ServerURL":"r.io","Username":"bob","Secret":"s3cret"}'"#,
+        );
+        let c = run_helper(cmd, "docker-credential-test", "r.io")
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (c.username.as_str(), c.password.as_str()),
+            ("bob", "s3cret")
+        );
+        assert!(!format!("{c:?}").contains("s3cret"));
+
+        let (_d, cmd) = helper(r#"echo '{"Username":"<token>","Secret":"tok"}'"#);
+        let c = run_helper(cmd, "h", "r.io").unwrap().unwrap();
+        assert_eq!(c.identity_token.as_deref(), Some("tok"));
+        assert!(c.username.is_empty() && c.password.is_empty());
+
+        let (_d, cmd) = helper("echo 'credentials not found in native keychain'; exit 1");
+        assert_eq!(run_helper(cmd, "h", "r.io").unwrap(), None);
+
+        // A failing helper that echoes a secret: the failure names the helper, not its output.
+        let (_d, cmd) = helper("echo 'bad password hunter2' >&2; echo hunter2; exit 3");
+        let f = run_helper(cmd, "docker-credential-test", "r.io").unwrap_err();
+        let text = f.to_string();
+        assert_eq!(f.diagnostics[0].code, REGISTRY_AUTH);
+        assert!(
+            text.contains("docker-credential-test") && text.contains("exit 3"),
+            "{text}"
+        );
+        assert!(!text.contains("hunter2"), "{text}");
+
+        let (_d, cmd) = helper("echo not-json");
+        let f = run_helper(cmd, "h", "r.io").unwrap_err();
+        assert!(!f.to_string().contains("not-json"), "{f}");
+    }
+
+    #[test]
+    fn helper_names_are_plain() {
+        let f = helper_get("../../bin/sh", "r.io").unwrap_err();
+        assert_eq!(f.diagnostics[0].code, REGISTRY_AUTH);
+        assert!(f.to_string().contains("not a plain name"), "{f}");
+    }
 }
