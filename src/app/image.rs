@@ -4,6 +4,9 @@
 //! Performs I/O (files, the engine, the verdict cache); prints nothing: progress goes to the
 //! caller as [`ImageEvent`]s, results come back as values.
 //!
+//! With `--pull`, a missing base is pulled first; with `--push`, the registry is asked before
+//! building (`publish::registry_word`) and each image that passed is pushed with its verdict.
+//!
 //! The engine half starts at [`run`] / [`build_and_test`], which take already-rendered files;
 //! [`check_lock`] and [`rendered_image`] get those from the spec, lock and renderer.
 

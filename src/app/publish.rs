@@ -55,9 +55,8 @@ pub async fn fetch_verdict(
         return Ok(None);
     }
     let had = images::inspect(engine, &verdict_ref).await?.is_some();
-    if !had {
-        reg::pull(engine, &verdict_ref, creds, &mut |_| {}).await?;
-    }
+    // Pulled even when a copy is here: the registry's verdict is the one that counts.
+    reg::pull(engine, &verdict_ref, creds, &mut |_| {}).await?;
     let info = images::inspect(engine, &verdict_ref).await?;
     if !had {
         // Only what this run pulled is removed.
