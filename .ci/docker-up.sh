@@ -62,3 +62,7 @@ fi
 
 # Base images for the tests are made locally: no registry is reachable.
 apt_install mmdebstrap busybox-static
+
+# A real registry (distribution 2.8) for the push/pull tests: each test starts its own instance
+# on a free 127.0.0.1 port with temporary storage, so the system service is not needed.
+apt_install docker-registry

@@ -4,19 +4,27 @@
 //! Performs I/O (files, the engine, the verdict cache); prints nothing: progress goes to the
 //! caller as [`ImageEvent`]s, results come back as values.
 //!
+//! With `--pull`, a missing base is pulled first; with `--push`, the registry is asked before
+//! building (`publish::registry_word`) and each image that passed is pushed with its verdict.
+//!
 //! The engine half starts at [`run`] / [`build_and_test`], which take already-rendered files;
 //! [`check_lock`] and [`rendered_image`] get those from the spec, lock and renderer.
 
 use super::lock::{lock, LockOutcome, LockRequest};
+use super::publish::{self, Published, RegistryWord, ToPublish};
 use super::test::{sent_expectations, smoke, SmokeResult, SmokeSettings};
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::Lock;
+use crate::core::registry::Repository;
 use crate::core::smoke::Expectations;
 use crate::core::smoke::Mode;
-use crate::infra::docker::build::{build, BuildEvent, BuildOutcome, BuildRequest};
+use crate::infra::docker::build::{
+    build_pulling, BuildEvent, BuildOutcome, BuildRequest, PullPolicy,
+};
 use crate::infra::docker::run::{self as drun, Interrupt, SmokeOutcome};
 use crate::infra::docker::{self, codes, Engine};
+use crate::infra::registry_auth::Credentials;
 use crate::infra::verdict_cache::{self, StoredVerdict, VerdictKey};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -56,6 +64,11 @@ pub struct ImageOptions {
     pub smoke: SmokeSettings,
     /// Where passing verdicts are remembered (`None`: never reuse one).
     pub cache_dir: Option<PathBuf>,
+    /// When to pull the `FROM` images (`--pull`).
+    pub pull: PullPolicy,
+    /// `--push REGISTRY/REPO`: push each image that passed, with its verdict, and skip build
+    /// and test when the registry already holds both for this lock and mode.
+    pub push: Option<Repository>,
 }
 
 /// Progress, in the order it happens.
@@ -78,6 +91,22 @@ pub enum ImageEvent<'a> {
         tag: &'a str,
         mode: Mode,
     },
+    /// The registry holds `published` with a verdict that covers this run: nothing is built.
+    RegistryHolds {
+        published: &'a Published,
+        tested_at: &'a str,
+    },
+    /// The registry's word does not let the run skip, and why.
+    RegistryBuilds { variant: &'a str, reason: &'a str },
+    /// Progress of a push of `variant`'s image or verdict.
+    Push {
+        variant: &'a str,
+        progress: crate::infra::docker::registry::Progress,
+    },
+    /// `variant` was pushed with its verdict.
+    Pushed { published: &'a Published },
+    /// `variant` failed its smoke test and is not pushed.
+    NotPushed { variant: &'a str },
 }
 
 /// What [`build_and_test`] did.
@@ -85,6 +114,10 @@ pub struct ImageRun {
     /// (variant, build outcome) in build order.
     pub builds: Vec<(String, BuildOutcome)>,
     pub smokes: Vec<SmokeResult>,
+    /// What was pushed (or, with `from_registry`, found in the registry).
+    pub published: Vec<Published>,
+    /// Build and test were skipped on the registry's word.
+    pub from_registry: bool,
 }
 
 /// The lock, checked like `envbuild lock --locked` (or rewritten with `update_lock`).
@@ -261,14 +294,27 @@ pub async fn build_and_test(
         })?),
         None => None,
     };
+    let creds = match &opts.push {
+        Some(repo) => publish::credentials(repo)?,
+        None => None,
+    };
+    if let Some(run) = registry_skip(engine, rendered, opts, creds.as_ref(), on_event).await? {
+        return Ok(run);
+    }
     let mut builds = Vec::new();
+    let creds_for = |host: &str| -> Result<Option<Credentials>, Failure> {
+        match (&opts.push, &creds) {
+            (Some(repo), c) if repo.host == host => Ok(c.clone()),
+            _ => crate::infra::registry_auth::for_host(host),
+        }
+    };
     for variant in &opts.variants {
         let req = build_request(rendered, opts, variant);
         on_event(ImageEvent::BuildStarted { variant });
         let outcome = {
             let mut on_build = |event| on_event(ImageEvent::Build { variant, event });
             tokio::select! {
-                r = build(engine, &req, &mut on_build) => r,
+                r = build_pulling(engine, &req, opts.pull, &creds_for, &mut on_build) => r,
                 // Dropping the build closes the connection; the engine then stops the build and
                 // (forcerm) removes its intermediate containers.
                 _ = interrupt.clone() => Err(drun::interrupted(&format!("the `{variant}` build"))),
@@ -296,7 +342,122 @@ pub async fn build_and_test(
         };
         smokes.push(test.run(interrupt.clone(), on_event).await?);
     }
-    Ok(ImageRun { builds, smokes })
+    let published = match &opts.push {
+        Some(repo) => {
+            let lock = &rendered.lock_hash;
+            push_passed(
+                engine,
+                repo,
+                (&builds, &smokes),
+                lock,
+                opts,
+                creds.as_ref(),
+                on_event,
+            )
+            .await?
+        }
+        None => Vec::new(),
+    };
+    Ok(ImageRun {
+        builds,
+        smokes,
+        published,
+        from_registry: false,
+    })
+}
+
+/// With `--push` (and neither `--rebuild` nor `--retest`): the run the registry's word makes
+/// unnecessary, when every variant's tag is there with a verdict that covers this run's mode
+/// for that very digest; `None` to build.
+async fn registry_skip(
+    engine: &Engine,
+    rendered: &RenderedImage,
+    opts: &ImageOptions,
+    creds: Option<&Credentials>,
+    on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+) -> Result<Option<ImageRun>, Failure> {
+    let Some(repo) = opts.push.as_ref().filter(|_| !opts.rebuild && !opts.retest) else {
+        return Ok(None);
+    };
+    let mut found = Vec::new();
+    for variant in &opts.variants {
+        let mode = opts.smoke.mode();
+        match publish::registry_word(engine, repo, variant, &rendered.lock_hash, mode, creds)
+            .await?
+        {
+            RegistryWord::Holds(p, v) => found.push((p, v)),
+            RegistryWord::Build(reason) => {
+                on_event(ImageEvent::RegistryBuilds {
+                    variant,
+                    reason: &reason,
+                });
+                return Ok(None);
+            }
+        }
+    }
+    let mut smokes = Vec::new();
+    for (p, v) in &found {
+        on_event(ImageEvent::RegistryHolds {
+            published: p,
+            tested_at: &v.tested_at,
+        });
+        smokes.push(SmokeResult {
+            name: p.image.clone(),
+            outcome: Ok(SmokeOutcome {
+                report: v.report.clone(),
+                exit_code: v.exit_code,
+                stderr_tail: String::new(),
+                elapsed: Duration::ZERO,
+            }),
+            reused: true,
+        });
+    }
+    Ok(Some(ImageRun {
+        builds: Vec::new(),
+        smokes,
+        published: found.into_iter().map(|(p, _)| p).collect(),
+        from_registry: true,
+    }))
+}
+
+/// Push every image whose smoke test passed, with its verdict; one that failed is not pushed.
+async fn push_passed(
+    engine: &Engine,
+    repo: &Repository,
+    (builds, smokes): (&[(String, BuildOutcome)], &[SmokeResult]),
+    lock_hash: &str,
+    opts: &ImageOptions,
+    creds: Option<&Credentials>,
+    on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+) -> Result<Vec<Published>, Failure> {
+    let mode = opts.smoke.mode();
+    let gpus = match mode {
+        Mode::Cpu => "no GPU requested".to_string(),
+        Mode::Gpu => match docker::host_gpu_identity(engine).await {
+            Some(id) => id.key(),
+            None => "GPUs of an engine on another machine (not probed)".to_string(),
+        },
+    };
+    let mut published = Vec::new();
+    for ((variant, b), s) in builds.iter().zip(smokes) {
+        let Some(outcome) = s.outcome.as_ref().ok().filter(|_| s.passed()) else {
+            on_event(ImageEvent::NotPushed { variant });
+            continue;
+        };
+        let item = ToPublish {
+            variant,
+            image_id: &b.image_id,
+            lock_hash,
+            outcome,
+            mode,
+            gpus: gpus.clone(),
+        };
+        let mut on_progress = |progress| on_event(ImageEvent::Push { variant, progress });
+        let p = publish::publish(engine, repo, &item, creds, &mut on_progress).await?;
+        on_event(ImageEvent::Pushed { published: &p });
+        published.push(p);
+    }
+    Ok(published)
 }
 
 /// What a verdict on this engine rests on besides the image and the test itself.

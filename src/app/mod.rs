@@ -8,6 +8,7 @@ pub mod image;
 pub mod import;
 pub mod learn;
 pub mod lock;
+pub mod publish;
 pub mod render;
 pub mod smoke;
 pub mod test;

@@ -184,6 +184,22 @@ pub struct ImageArgs {
     /// Show the full build log.
     #[arg(short, long)]
     pub verbose: bool,
+    /// When to pull the base image: only when the engine lacks it, every time, or never
+    /// (offline machines). By digest when the lock pins one.
+    #[arg(long, value_enum, default_value = "missing")]
+    pub pull: PullArg,
+    /// Push each image that passed to REGISTRY/REPO:VARIANT-<lock hash12>, with its verdict
+    /// beside it (tag `...verdict`); skip build and test when the registry already holds both.
+    #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
+    pub push: Option<crate::core::registry::Repository>,
+}
+
+/// `--pull`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PullArg {
+    Missing,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Args)]
@@ -216,6 +232,10 @@ pub struct TestArgs {
     /// Write a JUnit XML report.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Run nothing: read IMAGE's verdict (`REGISTRY/REPO:TAG`, pushed by `image --push`) from
+    /// the registry and print it, saying for which digest and mode it holds.
+    #[arg(long, conflicts_with_all = ["lock", "expect_file", "junit"])]
+    pub show_verdict: bool,
 }
 
 #[derive(Debug, Args)]

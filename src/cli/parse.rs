@@ -15,6 +15,11 @@ pub fn size(s: &str) -> Result<u64, String> {
     }
 }
 
+/// A repository for `image --push`: `[HOST[:PORT]/]PATH` (see `core::registry::Repository`).
+pub fn repository(s: &str) -> Result<crate::core::registry::Repository, String> {
+    crate::core::registry::Repository::parse(s)
+}
+
 /// A day for `table learn --date`: `YYYY-MM-DD` (see `core::learn::is_date`).
 pub fn date(s: &str) -> Result<String, String> {
     if crate::core::learn::is_date(s) {

@@ -6,9 +6,9 @@
 use super::smoke_run::report;
 use crate::app::image::{ImageEvent, ImageOptions, ImageRun, RenderedImage};
 use crate::app::test::SmokeSettings;
-use crate::cli::{GpusArg, ImageArgs, VariantArg};
+use crate::cli::{GpusArg, ImageArgs, PullArg, VariantArg};
 use crate::core::diag::Failure;
-use crate::infra::docker::build::{BuildEvent, BuildOutcome};
+use crate::infra::docker::build::{BuildEvent, BuildOutcome, PullPolicy};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -52,6 +52,12 @@ fn options(args: &ImageArgs) -> ImageOptions {
             run_id: crate::infra::docker::new_run_id(),
         },
         cache_dir: crate::infra::verdict_cache::default_dir(),
+        pull: match args.pull {
+            PullArg::Missing => PullPolicy::Missing,
+            PullArg::Always => PullPolicy::Always,
+            PullArg::Never => PullPolicy::Never,
+        },
+        push: args.push.clone(),
     }
 }
 
@@ -132,6 +138,16 @@ fn report_run(
             .into(),
     );
     extra.insert("lock_sha256".into(), rendered.lock_hash.clone().into());
+    if !result.published.is_empty() {
+        extra.insert(
+            "pushed".into(),
+            serde_json::to_value(&result.published).unwrap_or_default(),
+        );
+    }
+    if result.from_registry {
+        // Nothing was built or tested: the registry's verdict for this digest stands.
+        extra.insert("skipped".into(), "registry".into());
+    }
     report(result.smokes, json, junit, extra, Some(row))
 }
 
@@ -184,6 +200,30 @@ impl Display {
                 "[{variant}] smoke test ({}) in a container from {tag}",
                 mode.as_str()
             ),
+            ImageEvent::RegistryHolds {
+                published: p,
+                tested_at,
+            } => eprintln!(
+                "[{}] {} ({}) passed its smoke test ({} mode, {tested_at}) per its verdict in \
+                 the registry: build and test skipped (--rebuild or --retest run them)",
+                p.variant, p.image, p.digest, p.verdict_mode
+            ),
+            ImageEvent::RegistryBuilds { variant, reason } => {
+                eprintln!("[{variant}] registry: {reason}: building")
+            }
+            ImageEvent::Push { variant, progress } => {
+                // Layer chatter only with -v; the digest line always.
+                if self.mode == ProgressMode::Verbose || progress.status.contains("digest:") {
+                    eprintln!("[{variant}] push: {}", progress.status);
+                }
+            }
+            ImageEvent::Pushed { published: p } => eprintln!(
+                "[{}] pushed {} ({}) and its verdict {}",
+                p.variant, p.image, p.digest, p.verdict
+            ),
+            ImageEvent::NotPushed { variant } => {
+                eprintln!("[{variant}] smoke test failed: not pushed")
+            }
         }
     }
 }
@@ -272,6 +312,23 @@ impl Progress {
                 self.cached += 1;
                 if self.bar.is_none() {
                     self.line(&format!("[{v}] {}: cached", self.step));
+                }
+            }
+            BuildEvent::Pull { image, progress } => {
+                let layer = progress.layer.as_deref().unwrap_or("");
+                let moving = progress.bytes.is_some();
+                match &self.bar {
+                    Some(bar) => bar.set_message(format!(
+                        "{v}: pulling {} {layer} {}",
+                        clip(&image, 40),
+                        progress.status
+                    )),
+                    // One line per layer state, not per chunk, outside a terminal.
+                    None if !moving || self.mode == ProgressMode::Verbose => {
+                        let text = format!("[{v}] pull {image}: {layer} {}", progress.status);
+                        self.line(&text);
+                    }
+                    None => {}
                 }
             }
             BuildEvent::Output(line) => {

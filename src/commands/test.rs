@@ -11,6 +11,9 @@ use std::time::Duration;
 /// `envbuild test IMAGE`. A lock is only read, never resolved; the table is what the image's
 /// torch is compared with (`TABLE_MISMATCH`).
 pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Failure> {
+    if args.show_verdict {
+        return show_verdict(&args.image, args.json);
+    }
     let req = TestRequest {
         image: &args.image,
         lock: args.lock.as_deref(),
@@ -37,4 +40,60 @@ pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Fa
         serde_json::Map::new(),
         lock.as_ref().map(|l| (table, l)),
     )
+}
+
+/// `test IMAGE --show-verdict`: the verdict stored beside IMAGE in its registry, as text or
+/// JSON; exit 1 (`VERDICT_MISSING`) when it is for another digest than the tag names now.
+fn show_verdict(image: &str, json: bool) -> Result<i32, Failure> {
+    let shown = crate::app::publish::show_verdict(image)?;
+    let v = &shown.verdict;
+    if json {
+        super::print_json(&serde_json::json!({
+            "image": image,
+            "digest": shown.current_digest,
+            "holds": shown.current(),
+            "verdict": v,
+        }))?;
+    } else {
+        let checks = v.report.checks.len();
+        let text = format!(
+            "{image}\n  digest:   {}\n  verdict:  {} in {} mode ({checks} checks), exit {}\n  \
+             tested:   {} with envbuild {}\n  engine:   {} (docker {}, {})\n  GPUs:     {}\n",
+            v.image_digest,
+            if v.passed { "PASS" } else { "FAIL" },
+            v.mode,
+            v.exit_code,
+            v.tested_at,
+            v.envbuild_version,
+            v.engine.id,
+            v.engine.version,
+            v.engine.host,
+            v.gpus
+        );
+        super::out(&text)?;
+    }
+    if shown.current() {
+        eprintln!(
+            "the verdict holds for {} (the digest {image} names now), in {} mode{}",
+            shown.current_digest,
+            v.mode,
+            if v.mode == "gpu" {
+                "; a cpu (--gpus none) run may rely on it too"
+            } else {
+                ""
+            }
+        );
+        Ok(0)
+    } else {
+        Err(Failure::one(
+            crate::core::diag::Diagnostic::error(
+                crate::infra::docker::codes::VERDICT_MISSING,
+                format!(
+                    "the verdict beside `{image}` is for {}, but the tag now names {}",
+                    v.image_digest, shown.current_digest
+                ),
+            )
+            .with_hint("the tag was pushed again without a verdict: test it (`envbuild image SPEC --push REPO --retest`)"),
+        ))
+    }
 }

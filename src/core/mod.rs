@@ -12,6 +12,7 @@ pub mod host;
 pub mod import;
 pub mod learn;
 pub mod lock;
+pub mod registry;
 pub mod render;
 pub mod report;
 pub mod resolve;

@@ -1,5 +1,6 @@
 //! Effects at the edge: files (bounded reads, atomic writes), child processes, host probes
-//! (NVML, nvidia-smi, /proc), the Docker engine and the smoke-verdict cache. Everything that
+//! (NVML, nvidia-smi, /proc), the Docker engine (and registries through it), registry
+//! credentials and the smoke-verdict cache. Everything that
 //! touches the world lives here, below the use cases in `app` and above nothing but `core`.
 
 pub mod docker;
@@ -7,4 +8,5 @@ pub mod fs;
 pub mod host;
 pub mod proc;
 pub mod python;
+pub mod registry_auth;
 pub mod verdict_cache;

@@ -39,11 +39,28 @@ fn reader<R: Read + Send + 'static>(r: Option<R>) -> thread::JoinHandle<String> 
 }
 
 /// Run `cmd` with stdin closed, stdout and stderr captured, killing it after `limit`.
-pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Result<Output, RunError> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+pub fn run_with_timeout(cmd: Command, limit: Duration) -> Result<Output, RunError> {
+    run_fed(cmd, None, limit)
+}
+
+/// Like [`run_with_timeout`], with `input` written to the child's stdin (then closed).
+pub fn run_with_input(cmd: Command, input: &[u8], limit: Duration) -> Result<Output, RunError> {
+    run_fed(cmd, Some(input), limit)
+}
+
+fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Output, RunError> {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A child that exits without reading is not an error here: its exit status tells.
+        let _ = std::io::Write::write_all(&mut stdin, input);
+    }
     // Drain both pipes on threads so a chatty child never blocks on a full pipe.
     let out = reader(child.stdout.take());
     let err = reader(child.stderr.take());

@@ -110,6 +110,8 @@ fn bench_noop_image_vs_docker_build() {
             run_id: docker::new_run_id(),
         },
         cache_dir: Some(cache.path().to_path_buf()),
+        pull: envbuild::infra::docker::build::PullPolicy::Never,
+        push: None,
     };
     let noop = |d: &support::Docker| {
         d.block_on(async {

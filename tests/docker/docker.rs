@@ -8,6 +8,7 @@ use assert_cmd::Command;
 use envbuild::app::image::{ImageOptions, ImageRun, RenderedImage};
 use envbuild::app::test::SmokeSettings;
 use envbuild::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
+use envbuild::infra::docker::build::PullPolicy;
 use envbuild::infra::docker::run::Interrupt;
 use envbuild::infra::docker::{self, codes, images, Engine};
 use std::collections::BTreeMap;
@@ -46,7 +47,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     ]
 }
 
-fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
+pub(crate) fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
     ImageOptions {
         variants: vec!["runtime".into()],
         tags: vec![],
@@ -59,11 +60,14 @@ fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
             run_id: support::run_id(),
         },
         cache_dir: Some(cache.to_path_buf()),
+        // Nothing here may come from a registry unless a test asks for it.
+        pull: PullPolicy::Never,
+        push: None,
     }
 }
 
 /// `app::image::build_and_test` with its progress ignored.
-async fn build_and_test(
+pub(crate) async fn build_and_test(
     engine: &Engine,
     rendered: &RenderedImage,
     opts: &ImageOptions,
@@ -72,7 +76,7 @@ async fn build_and_test(
     envbuild::app::image::build_and_test(engine, rendered, opts, interrupt, &mut |_| {}).await
 }
 
-fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImage {
+pub(crate) fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> RenderedImage {
     RenderedImage {
         files: files
             .iter()
@@ -100,18 +104,18 @@ fn codes_of(run: &ImageRun) -> Vec<String> {
         .collect()
 }
 
-fn envbuild() -> Command {
+pub(crate) fn envbuild() -> Command {
     let mut cmd = Command::cargo_bin("envbuild").expect("binary");
     // Its smoke containers count as this test process's (the leftover checks filter by it).
     cmd.env("ENVBUILD_RUN_ID", support::run_prefix());
     cmd
 }
 
-fn nonce() -> String {
+pub(crate) fn nonce() -> String {
     docker::new_run_id()
 }
 
-fn interrupt(d: &Docker) -> Interrupt {
+pub(crate) fn interrupt(d: &Docker) -> Interrupt {
     use futures_util::FutureExt;
     // Tests never interrupt through a signal here; a future that never resolves stands in.
     let _ = d;

@@ -36,6 +36,7 @@ mod support;
 mod bench;
 mod docker;
 mod learn;
+mod push;
 
 /// A trial that runs `f`, turning a [`engine_support::Skip`] unwind into "ignored, reason".
 fn trial(name: &str, f: fn()) -> Trial {
@@ -110,6 +111,7 @@ fn no_test_attributes() {
         ("docker.rs", include_str!("docker.rs")),
         ("bench.rs", include_str!("bench.rs")),
         ("learn.rs", include_str!("learn.rs")),
+        ("push.rs", include_str!("push.rs")),
     ];
     let stray: Vec<String> = files
         .iter()
@@ -151,5 +153,6 @@ fn main() {
     all.extend(docker::trials());
     all.extend(bench::trials());
     all.extend(learn::trials());
+    all.extend(push::trials());
     libtest_mimic::run(&args, all).exit();
 }

@@ -142,6 +142,49 @@ fn shm_size_takes_docker_spellings() {
     }
 }
 
+/// `--push` takes only a repository (envbuild picks the tag), `--pull` only its three words,
+/// and `--show-verdict` only a pushed tag; credentials named by half are refused before any
+/// engine or registry is asked, and the half that is set is never shown.
+#[test]
+fn registry_flags_are_checked_before_anything_runs() {
+    for (args, why) in [
+        (
+            &["image", "s.toml", "--push", "reg.io/Team/x"][..],
+            "is not a repository such as",
+        ),
+        (
+            &["image", "s.toml", "--push", "reg.io/x:v1"],
+            "names a tag or digest",
+        ),
+        (&["image", "s.toml", "--pull", "sometimes"], "sometimes"),
+        (
+            &["test", "reg.io/x:v1", "--show-verdict", "--lock", "l.lock"],
+            "cannot be used with",
+        ),
+    ] {
+        envbuild()
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(why));
+    }
+    envbuild()
+        .args(["test", "reg.io/x@sha256:00", "--show-verdict"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("REGISTRY/REPO:TAG"));
+    envbuild()
+        .args(["test", "127.0.0.1:9/x:v1", "--show-verdict"])
+        .env("ENVBUILD_REGISTRY_USER", "ci-bot")
+        .env_remove("ENVBUILD_REGISTRY_PASSWORD")
+        .env("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("REGISTRY_AUTH"))
+        .stderr(predicate::str::contains("ENVBUILD_REGISTRY_PASSWORD"))
+        .stderr(predicate::str::contains("ci-bot").not());
+}
+
 /// The binary with a stdout of the test's choosing (assert_cmd always captures it).
 fn spawn_with_stdout(args: &[&str], stdout: std::process::Stdio) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))

@@ -71,6 +71,23 @@ pub enum BuildEvent {
     Cached,
     /// A line of the build's own output (RUN output, engine notes).
     Output(String),
+    /// The base `image` is being pulled (`--pull`); one message of the engine's progress.
+    Pull {
+        image: String,
+        progress: super::registry::Progress,
+    },
+}
+
+/// When to pull a `FROM` image (`--pull`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PullPolicy {
+    /// Only when the engine lacks it (docker build's behaviour).
+    #[default]
+    Missing,
+    /// Every time, so a moved tag is seen (a digest never moves).
+    Always,
+    /// Never: a missing base is `BASE_IMAGE_MISSING` (offline machines).
+    Never,
 }
 
 /// What a build produced.
@@ -105,14 +122,15 @@ fn base_missing(image: &str, host: &str) -> Failure {
         Diagnostic::error(
             codes::BASE_IMAGE_MISSING,
             format!(
-                "base image `{image}` is not present on the engine at `{host}` (envbuild does \
-                 not pull from a registry)"
+                "base image `{image}` is not present on the engine at `{host}` and was not \
+                 pulled"
             ),
         )
         .with_hint(format!(
-            "load it onto the engine first (`docker load -i base.tar`, `docker pull {image}` \
-             where a registry is reachable, or `docker import rootfs.tar {image}`), or set \
-             `[image] base` in the spec to an image the engine has"
+            "where a registry is reachable let envbuild pull it (`--pull missing`, the \
+             default); offline, load it onto the engine first (`docker load -i base.tar`, \
+             `docker import rootfs.tar {image}`), or set `[image] base` in the spec to an \
+             image the engine has"
         )),
     )
 }
@@ -141,10 +159,29 @@ fn tail_text(tail: &VecDeque<String>) -> String {
         .join("\n")
 }
 
-/// Build one variant, or reuse the image when one with the same lock hash and variant exists.
+/// Build one variant, or reuse the image when one with the same lock hash and variant exists;
+/// nothing is pulled.
 pub async fn build(
     engine: &Engine,
     req: &BuildRequest,
+    on_event: &mut (dyn FnMut(BuildEvent) + Send),
+) -> Result<BuildOutcome, Failure> {
+    build_pulling(engine, req, PullPolicy::Never, &|_| Ok(None), on_event).await
+}
+
+/// Where the credentials of a registry host come from (`infra::registry_auth::for_host`, or a
+/// stand-in in tests).
+pub type CredsFor<'a> = dyn Fn(&str) -> Result<Option<crate::infra::registry_auth::Credentials>, Failure>
+    + Send
+    + Sync
+    + 'a;
+
+/// [`build`], pulling the `FROM` images as `pull` says, with credentials from `creds`.
+pub async fn build_pulling(
+    engine: &Engine,
+    req: &BuildRequest,
+    pull: PullPolicy,
+    creds: &CredsFor<'_>,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<BuildOutcome, Failure> {
     let started = Instant::now();
@@ -173,8 +210,12 @@ pub async fn build(
     }
     // Checking the bases first gives a precise error at once instead of a failed pull later.
     for base in parse_dockerfile(&dockerfile).base_images {
-        if images::inspect(engine, &base).await?.is_none() {
-            return Err(base_missing(&base, &engine.host));
+        let present = images::inspect(engine, &base).await?.is_some();
+        match pull {
+            PullPolicy::Never if !present => return Err(base_missing(&base, &engine.host)),
+            PullPolicy::Missing if !present => pull_base(engine, &base, creds, on_event).await?,
+            PullPolicy::Always => pull_base(engine, &base, creds, on_event).await?,
+            _ => {}
         }
     }
     on_event(BuildEvent::Context {
@@ -185,6 +226,22 @@ pub async fn build(
     let image_id = built_image(engine, req, &primary, &log).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
     Ok(outcome(image_id, Some(&log)))
+}
+
+async fn pull_base(
+    engine: &Engine,
+    base: &str,
+    creds: &CredsFor<'_>,
+    on_event: &mut (dyn FnMut(BuildEvent) + Send),
+) -> Result<(), Failure> {
+    let creds = creds(&crate::core::registry::host_of(base))?;
+    let mut on_progress = |progress| {
+        on_event(BuildEvent::Pull {
+            image: base.to_string(),
+            progress,
+        })
+    };
+    super::registry::pull(engine, base, creds.as_ref(), &mut on_progress).await
 }
 
 /// The image's tags, primary first, each checked: a bad tag would only be refused after the

@@ -12,6 +12,7 @@ pub mod context;
 pub(crate) mod errors;
 pub mod gpu_probe;
 pub mod images;
+pub mod registry;
 pub mod run;
 
 use crate::core::diag::{Diagnostic, Failure};
@@ -35,6 +36,15 @@ pub mod codes {
     /// The NVIDIA runtime refused the image for another of its requirements (`arch`, `brand`).
     pub const GPU_REQUIREMENT_UNMET: Code = "GPU_REQUIREMENT_UNMET";
     pub const INTERRUPTED: Code = "INTERRUPTED";
+    /// A base image could not be pulled (not in the registry, registry unreachable).
+    pub const PULL_FAILED: Code = "PULL_FAILED";
+    /// The tested image (or its verdict) could not be pushed.
+    pub const PUSH_FAILED: Code = "PUSH_FAILED";
+    /// Registry credentials could not be read, or the registry refused them.
+    pub const REGISTRY_AUTH: Code = "REGISTRY_AUTH";
+    /// `test --show-verdict`: the registry holds no verdict for the image, or one for another
+    /// digest.
+    pub const VERDICT_MISSING: Code = "VERDICT_MISSING";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
@@ -50,6 +60,10 @@ pub mod codes {
         CUDA_DRIVER_TOO_OLD,
         GPU_REQUIREMENT_UNMET,
         INTERRUPTED,
+        PULL_FAILED,
+        PUSH_FAILED,
+        REGISTRY_AUTH,
+        VERDICT_MISSING,
     ];
 }
 
@@ -200,4 +214,10 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::bug(format!("cannot start the async runtime: {e}")))
+}
+
+/// The engine's version (`docker version`'s server version), `None` when it does not say.
+pub async fn engine_version(engine: &Engine) -> Option<String> {
+    let v = engine.docker.version().await.ok()?;
+    v.version.filter(|v| !v.trim().is_empty())
 }
