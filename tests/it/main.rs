@@ -5,6 +5,7 @@
 mod architecture;
 mod cli;
 mod doctor;
+mod engine_faults;
 mod import;
 mod learn;
 mod lock;
