@@ -3,6 +3,7 @@
 //! `tests/fixtures/fake_torch.py` writes).
 
 mod architecture;
+mod children;
 mod cli;
 mod doctor;
 mod engine_faults;
