@@ -280,10 +280,11 @@ fn a_stalled_create_is_named_and_bounded_by_the_container_limit() {
 #[test]
 fn a_bad_engine_timeout_value_is_a_usage_error() {
     let engine = FakeEngine::start(vec![]);
-    let out = envbuild_at(&engine, "soon")
+    let mut child = envbuild_at(&engine, "soon")
         .args(["test", "envbuild-fake:1", "--gpus", "none"])
-        .output()
+        .spawn()
         .unwrap();
+    let out = wait_within(&mut child, Duration::from_secs(20), "envbuild test");
     let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("ENVBUILD_ENGINE_TIMEOUT=soon"), "{err}");
