@@ -12,8 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A fake engine: `/_ping` and `/version` answer, so do the requests matching `answers`
-/// (a path fragment, the status and the JSON body); any other request is read and never
-/// answered.
+/// (a path fragment, the status and the JSON body, the first match wins; a body
+/// `STREAM:<n>:<ms>` is a build stream of `n` step events `ms` apart that then stalls); any
+/// other request is read and never answered.
 struct FakeEngine {
     port: u16,
     /// Every request received, as `METHOD PATH`.
@@ -94,13 +95,35 @@ fn serve(conn: TcpStream, seen: &Mutex<Vec<String>>, stop: &AtomicBool, answers:
                 .find(|(frag, _, _)| path.contains(frag))
                 .map(|(_, status, body)| (*status, body.clone(), "application/json"))
         };
-        let Some((status, body, kind)) = answer else {
-            // The stall: the request was read, the answer never comes.
+        let stall = || {
+            // The request was read, the (rest of the) answer never comes.
             while !stop.load(Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            return;
         };
+        let Some((status, body, kind)) = answer else {
+            return stall();
+        };
+        if let Some(spec) = body.strip_prefix("STREAM:") {
+            let (n, ms) = spec.split_once(':').unwrap();
+            let (n, ms): (usize, u64) = (n.parse().unwrap(), ms.parse().unwrap());
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+            if conn.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            for i in 1..=n {
+                let event = format!(
+                    "{{\"stream\":\"Step {i}/{} : RUN step-{i}\\n\"}}\r\n",
+                    n + 1
+                );
+                let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+                if conn.write_all(chunk.as_bytes()).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+            return stall();
+        }
         let head = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nApi-Version: 1.47\r\n\r\n",
             body.len()
@@ -275,6 +298,50 @@ fn a_stalled_create_is_named_and_bounded_by_the_container_limit() {
             && err.contains("within 4s while creating the smoke container for `envbuild-fake:1`"),
         "{err}"
     );
+}
+
+#[test]
+fn a_build_is_cut_only_after_its_idle_limit_without_events() {
+    // Short limit 0.1 s: a build may stay silent for 6 s. The fake build sends a step every
+    // 0.5 s for 8 s (longer than the idle limit: it must not be cut), then goes silent.
+    let engine = FakeEngine::start(vec![
+        (
+            "/images/envbuild/",
+            404,
+            r#"{"message":"No such image"}"#.into(),
+        ),
+        (
+            "/images/",
+            200,
+            r#"{"Id":"sha256:22","RepoTags":[],"Config":{"Labels":{}}}"#.into(),
+        ),
+        ("/build", 200, "STREAM:16:500".into()),
+    ]);
+    let spec = root().join("specs/torch29-cu128/envbuild.toml");
+    let started = Instant::now();
+    let mut child = envbuild_at(&engine, "0.1")
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none"])
+        .env("CI", "1")
+        .spawn()
+        .unwrap();
+    let out = wait_within(&mut child, Duration::from_secs(40), "envbuild image");
+    let err = stderr_of(&out);
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("ENGINE_TIMEOUT")
+            && err.contains("sent nothing for 6s while building `envbuild/torch29-cu128:runtime-")
+            && err.contains("(step 16/17: RUN step-16)"),
+        "{err}"
+    );
+    // 8 s of events, then 6 s of silence: cut neither before the events ended nor long after.
+    assert!(
+        took >= Duration::from_secs(13),
+        "cut early, after {took:?}: {err}"
+    );
+    assert!(took < Duration::from_secs(30), "{took:?}");
 }
 
 #[test]

@@ -46,8 +46,8 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// From [`ENV`]: a whole number of seconds, 1 to 86400. Anything else is refused, so a typo
-    /// does not silently fall back to the default.
+    /// From [`ENV`]: seconds, 0.1 to 86400, with at most three decimals (fractions are for
+    /// tests). Anything else is refused, so a typo does not silently fall back to the default.
     pub fn from_env() -> Result<Limits, Failure> {
         match std::env::var(ENV) {
             Err(_) => Ok(Limits::default()),
@@ -57,13 +57,13 @@ impl Limits {
     }
 
     fn parse(v: &str) -> Result<Limits, Failure> {
-        match v.trim().parse::<u64>() {
-            Ok(s) if (1..=86_400).contains(&s) => Ok(Limits {
-                short: Duration::from_secs(s),
+        match millis(v.trim()) {
+            Some(ms) if (100..=86_400_000).contains(&ms) => Ok(Limits {
+                short: Duration::from_millis(ms),
             }),
             _ => Err(Failure::usage(
                 format!(
-                    "{ENV}={} is not a number of seconds from 1 to 86400",
+                    "{ENV}={} is not a number of seconds from 0.1 to 86400",
                     crate::core::diag::printable(v)
                 ),
                 Some(format!(
@@ -72,6 +72,12 @@ impl Limits {
                 )),
             )),
         }
+    }
+
+    /// The limit for the ping: the short one, but at least a second (a ping that slow means
+    /// the engine is unreachable, not stalled).
+    pub fn ping(&self) -> Duration {
+        self.short.max(Duration::from_secs(1))
     }
 
     /// The limit for one kind of call.
@@ -99,11 +105,35 @@ impl Limits {
     }
 }
 
+/// `12`, `0.5`, `1.25` seconds as milliseconds; `None` for anything else (signs, exponents,
+/// more than three decimals).
+fn millis(v: &str) -> Option<u64> {
+    let (whole, frac) = v.split_once('.').unwrap_or((v, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || whole.len() > 6 || frac.len() > 3 || !digits(whole) || !digits(frac) {
+        return None;
+    }
+    let frac_ms: u64 = format!("{frac:0<3}").parse().ok()?;
+    Some(whole.parse::<u64>().ok()? * 1000 + frac_ms)
+}
+
+/// A limit as people write it: `30s`, `0.5s`.
+pub fn secs(d: Duration) -> String {
+    match d.subsec_millis() {
+        0 => format!("{}s", d.as_secs()),
+        ms => format!(
+            "{}.{}s",
+            d.as_secs(),
+            format!("{ms:03}").trim_end_matches('0')
+        ),
+    }
+}
+
 /// `ENGINE_TIMEOUT`: the engine at `host` did not answer within `limit` while `doing`.
 pub fn timed_out(host: &str, doing: &str, call: Call, limit: Duration) -> Failure {
     let what = match call {
-        Call::BuildIdle => format!("sent nothing for {}s", limit.as_secs()),
-        _ => format!("did not answer within {}s", limit.as_secs()),
+        Call::BuildIdle => format!("sent nothing for {}", secs(limit)),
+        _ => format!("did not answer within {}", secs(limit)),
     };
     Failure::one(
         Diagnostic::error(
@@ -112,7 +142,7 @@ pub fn timed_out(host: &str, doing: &str, call: Call, limit: Duration) -> Failur
         )
         .with_hint(format!(
             "the engine is stalled or overloaded: check it (`docker info`, its log) or restart \
-             it; for an engine that is just slow, raise {ENV} (seconds, now {}; container calls \
+             it; for an engine that is just slow, raise {ENV} (now {}; container calls \
              get {CONTAINER_FACTOR}x, a silent build step {BUILD_IDLE_FACTOR}x)",
             self_short(limit, call)
         )),
@@ -120,13 +150,12 @@ pub fn timed_out(host: &str, doing: &str, call: Call, limit: Duration) -> Failur
 }
 
 /// The short limit a `limit` for `call` was derived from, for the hint.
-fn self_short(limit: Duration, call: Call) -> u64 {
-    let secs = limit.as_secs();
-    match call {
-        Call::Short => secs,
-        Call::Container => secs / u64::from(CONTAINER_FACTOR),
-        Call::BuildIdle => secs / u64::from(BUILD_IDLE_FACTOR),
-    }
+fn self_short(limit: Duration, call: Call) -> String {
+    secs(match call {
+        Call::Short => limit,
+        Call::Container => limit / CONTAINER_FACTOR,
+        Call::BuildIdle => limit / BUILD_IDLE_FACTOR,
+    })
 }
 
 #[cfg(test)]
@@ -146,12 +175,26 @@ mod tests {
 
     #[test]
     fn a_bad_value_is_refused_not_ignored() {
-        for bad in ["0", "-1", "1.5", "ten", "86401", "1e3"] {
+        for bad in [
+            "0", "-1", "0.05", "1.2345", "ten", "86401", "1e3", ".5", "inf", "+3",
+        ] {
             let f = Limits::parse(bad).unwrap_err();
             assert_eq!(f.diagnostics[0].code, "USAGE", "{bad}");
             assert!(f.diagnostics[0].message.contains(ENV), "{bad}");
         }
         assert_eq!(Limits::parse(" 7 ").unwrap().short, Duration::from_secs(7));
+        assert_eq!(
+            Limits::parse("0.25").unwrap().short,
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            Limits::parse("2.5").unwrap().ping(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(Limits::parse("0.1").unwrap().ping(), Duration::from_secs(1));
+        assert_eq!(secs(Duration::from_millis(6000)), "6s");
+        assert_eq!(secs(Duration::from_millis(400)), "0.4s");
+        assert_eq!(secs(Duration::from_millis(1250)), "1.25s");
     }
 
     #[test]
@@ -165,6 +208,6 @@ mod tests {
         let d = &f.diagnostics[0];
         assert_eq!(d.code, codes::ENGINE_TIMEOUT);
         assert!(d.message.contains("within 120s while inspecting image `x`"));
-        assert!(d.hint.as_deref().unwrap().contains("now 30"));
+        assert!(d.hint.as_deref().unwrap().contains("now 30s"));
     }
 }

@@ -109,8 +109,8 @@ fn unreachable_hint() -> String {
 /// Connect to the engine named by `DOCKER_HOST` (or the local socket) and check that it answers.
 pub async fn connect() -> Result<Engine, Failure> {
     let limits = limits::Limits::from_env()?;
-    // The ping gets the short limit, but a silent engine at this point is an unreachable one.
-    let ping_limit = limits.of(limits::Call::Short);
+    // A silent engine at this point is an unreachable one, not a stalled one.
+    let ping_limit = limits.ping();
     let host = std::env::var("DOCKER_HOST")
         .ok()
         .filter(|h| !h.is_empty())
@@ -154,8 +154,8 @@ pub async fn connect() -> Result<Engine, Failure> {
             Diagnostic::error(
                 codes::ENGINE_UNREACHABLE,
                 format!(
-                    "the Docker engine at `{host}` did not answer within {}s",
-                    ping_limit.as_secs()
+                    "the Docker engine at `{host}` did not answer within {}",
+                    limits::secs(ping_limit)
                 ),
             )
             .with_hint(unreachable_hint()),
