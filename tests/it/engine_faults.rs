@@ -432,3 +432,41 @@ fn a_second_signal_during_cleanup_ends_the_process_at_once_naming_the_container(
         );
     }
 }
+
+#[test]
+fn a_signal_during_doctors_gpu_probe_removes_the_probe_container() {
+    for signal in ["HUP", "QUIT"] {
+        let engine = FakeEngine::start(vec![
+            (
+                "/info",
+                200,
+                r#"{"ID":"fake","Runtimes":{"runc":{}}}"#.into(),
+            ),
+            ("/containers/json", 200, "[]".into()),
+        ]);
+        let mut child = envbuild_at(&engine, "30")
+            .args(["doctor", "--image", "envbuild-fake:1"])
+            .env("ENVBUILD_NO_NVML", "1")
+            .env("ENVBUILD_NVIDIA_SMI", "/nonexistent/nvidia-smi")
+            .spawn()
+            .unwrap();
+        engine.wait_for(
+            "/containers/create?name=envbuild-gpu-probe-",
+            Duration::from_secs(20),
+        );
+        kill(&child, signal);
+        let out = wait_within(&mut child, Duration::from_secs(10), signal);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "SIG{signal}: {err}");
+        assert!(
+            err.contains("INTERRUPTED") && err.contains("GPU probe"),
+            "{err}"
+        );
+        let lists = engine
+            .seen()
+            .iter()
+            .filter(|r| r.contains("/containers/json"))
+            .count();
+        assert!(lists >= 2, "SIG{signal}: {:?}", engine.seen());
+    }
+}

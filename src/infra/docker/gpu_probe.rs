@@ -11,7 +11,7 @@
 use super::errors::{gpu_refusal, refused, GpuRefusal};
 use super::limits::Call;
 use super::run::{gpu_request, remove_run_containers};
-use super::{images, is_not_found, labels, new_run_id, short_error, Engine};
+use super::{images, is_not_found, labels, short_error, Engine};
 use crate::core::doctor::ContainerGpu;
 use crate::core::render::LABEL_LOCK_SHA256;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -78,12 +78,14 @@ async fn probe_image(
 }
 
 /// Probe the engine, starting a container from `image`, or from the first of `lock_tags`
-/// (the tags a `--lock` renders to) the engine has, or from the newest envbuild image. Never
-/// fails: what could not be found out is said in `detail`.
+/// (the tags a `--lock` renders to) the engine has, or from the newest envbuild image; the
+/// probe container is labelled with `run_id` (the caller removes it after an interruption).
+/// Never fails: what could not be found out is said in `detail`.
 pub async fn container_gpu(
     engine: &Engine,
     image: Option<&str>,
     lock_tags: &[String],
+    run_id: &str,
 ) -> ContainerGpu {
     let mut detail = Vec::new();
     let info = engine
@@ -133,7 +135,7 @@ pub async fn container_gpu(
             None
         }
         Some(image) => {
-            let (verified, what) = try_gpu_container(engine, &image).await;
+            let (verified, what) = try_gpu_container(engine, &image, run_id).await;
             detail.push(what);
             verified
         }
@@ -147,12 +149,15 @@ pub async fn container_gpu(
 }
 
 /// Create and start a container with `--gpus all` from `image`; always remove it.
-async fn try_gpu_container(engine: &Engine, probe: &ProbeImage) -> (Option<bool>, String) {
+async fn try_gpu_container(
+    engine: &Engine,
+    probe: &ProbeImage,
+    run_id: &str,
+) -> (Option<bool>, String) {
     let image = probe.name.as_str();
-    let run_id = new_run_id();
     let mut container_labels = HashMap::new();
     container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
-    container_labels.insert(labels::RUN_ID.to_string(), run_id.clone());
+    container_labels.insert(labels::RUN_ID.to_string(), run_id.to_string());
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         // The request is what is being tested; the command only has to exist and end.
@@ -170,6 +175,7 @@ async fn try_gpu_container(engine: &Engine, probe: &ProbeImage) -> (Option<bool>
         ..Default::default()
     };
     let name = format!("envbuild-gpu-probe-{run_id}");
+    let _live = super::run::LiveRun::new(run_id, &name);
     let opts = CreateContainerOptionsBuilder::default().name(&name).build();
     let what = probe.what;
     let create = engine.docker.create_container(Some(opts), body);
@@ -204,7 +210,7 @@ async fn try_gpu_container(engine: &Engine, probe: &ProbeImage) -> (Option<bool>
         },
     };
     // Best effort: a leftover would carry the smoke label and be found by the tests.
-    let _ = remove_run_containers(engine, &run_id).await;
+    let _ = remove_run_containers(engine, run_id).await;
     outcome
 }
 

@@ -18,7 +18,7 @@ use bollard::query_parameters::{
 };
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use futures_util::StreamExt;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -108,11 +108,10 @@ async fn next_signal(streams: &mut [tokio::signal::unix::Signal]) -> (&'static s
 fn second_signal(name: &str, number: i32) -> ! {
     use std::io::Write;
     let mut msg = format!("envbuild: {name} again: stopping without finishing the cleanup\n");
-    for run_id in live_runs() {
+    for (run_id, name) in live_runs() {
         msg.push_str(&format!(
-            "envbuild: the smoke container `envbuild-smoke-{run_id}` (or another container \
-             labelled {label}={run_id}) may remain: docker rm -f $(docker ps -aq --filter \
-             label={label}={run_id})\n",
+            "envbuild: the container `{name}` (label {label}={run_id}) may remain: docker rm -f \
+             $(docker ps -aq --filter label={label}={run_id})\n",
             label = labels::RUN_ID,
         ));
     }
@@ -120,23 +119,23 @@ fn second_signal(name: &str, number: i32) -> ! {
     std::process::exit(128 + number)
 }
 
-/// The run ids whose containers may exist right now (created, not yet removed).
-static LIVE_RUNS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// The run ids whose container may exist right now (created, not yet removed), with the
+/// container's name.
+static LIVE_RUNS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
 
-fn live_runs() -> Vec<String> {
-    match LIVE_RUNS.lock() {
-        Ok(set) => set.iter().cloned().collect(),
-        Err(poisoned) => poisoned.into_inner().iter().cloned().collect(),
-    }
+fn live_runs() -> Vec<(String, String)> {
+    let map = LIVE_RUNS.lock().unwrap_or_else(|p| p.into_inner());
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
-/// While alive, `run_id`'s containers count as possibly existing (for [`second_signal`]).
-struct LiveRun(String);
+/// While alive, the container `name` of `run_id` counts as possibly existing (for the message
+/// of a second signal).
+pub(crate) struct LiveRun(String);
 
 impl LiveRun {
-    fn new(run_id: &str) -> LiveRun {
-        if let Ok(mut set) = LIVE_RUNS.lock() {
-            set.insert(run_id.to_string());
+    pub(crate) fn new(run_id: &str, name: &str) -> LiveRun {
+        if let Ok(mut map) = LIVE_RUNS.lock() {
+            map.insert(run_id.to_string(), name.to_string());
         }
         LiveRun(run_id.to_string())
     }
@@ -144,8 +143,8 @@ impl LiveRun {
 
 impl Drop for LiveRun {
     fn drop(&mut self) {
-        if let Ok(mut set) = LIVE_RUNS.lock() {
-            set.remove(&self.0);
+        if let Ok(mut map) = LIVE_RUNS.lock() {
+            map.remove(&self.0);
         }
     }
 }
@@ -284,11 +283,10 @@ pub async fn read_image_file(
         network_disabled: Some(true),
         ..Default::default()
     };
-    let _live = LiveRun::new(run_id);
-    let create = engine.docker.create_container(
-        None::<bollard::query_parameters::CreateContainerOptions>,
-        body,
-    );
+    let name = format!("envbuild-read-{run_id}");
+    let _live = LiveRun::new(run_id, &name);
+    let opts = CreateContainerOptionsBuilder::default().name(&name).build();
+    let create = engine.docker.create_container(Some(opts), body);
     let created = engine
         .call(
             Call::Container,
@@ -377,7 +375,7 @@ pub async fn run_smoke(
     interrupt: Interrupt,
 ) -> Result<SmokeOutcome, Failure> {
     let started = Instant::now();
-    let live = LiveRun::new(&req.run_id);
+    let live = LiveRun::new(&req.run_id, &smoke_container_name(&req.run_id));
     let result = tokio::select! {
         r = run_inner(engine, req, started) => r,
         _ = tokio::time::sleep(req.timeout) => {
@@ -557,6 +555,10 @@ async fn run_inner(
     })
 }
 
+fn smoke_container_name(run_id: &str) -> String {
+    format!("envbuild-smoke-{run_id}")
+}
+
 /// Create the labelled smoke container (not started); its id.
 async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String, Failure> {
     let mut container_labels = HashMap::new();
@@ -581,7 +583,7 @@ async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String,
         host_config: Some(host_config),
         ..Default::default()
     };
-    let name = format!("envbuild-smoke-{}", req.run_id);
+    let name = smoke_container_name(&req.run_id);
     let opts = CreateContainerOptionsBuilder::default().name(&name).build();
     let create = engine.docker.create_container(Some(opts), body);
     let created = engine
