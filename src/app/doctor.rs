@@ -6,6 +6,7 @@ use crate::core::compat::Table;
 use crate::core::diag::Failure;
 use crate::core::doctor::{self, ContainerGpu, DoctorExpect, DoctorReport};
 use crate::core::lock::Lock;
+use crate::infra::docker::{self, run};
 use crate::infra::host::{self, ProbeConfig};
 use std::path::Path;
 
@@ -38,7 +39,7 @@ pub fn doctor(table: &Table, req: &DoctorRequest<'_>) -> Result<DoctorReport, Fa
     Ok(doctor::evaluate(
         &facts,
         expect.as_ref(),
-        Some(container_gpu(req.image, &lock_tags)),
+        Some(container_gpu(req.image, &lock_tags)?),
     ))
 }
 
@@ -58,7 +59,7 @@ fn lock_image_tags(lock: &Lock) -> Result<Vec<String>, Failure> {
 
 /// The engine's side: can containers get a GPU? `ENVBUILD_DOCKER_CHECK=0` skips it (hosts that
 /// never run containers, and tests that must not depend on the engine's state).
-fn container_gpu(image: Option<&str>, lock_tags: &[String]) -> ContainerGpu {
+fn container_gpu(image: Option<&str>, lock_tags: &[String]) -> Result<ContainerGpu, Failure> {
     let skipped = |detail: String| ContainerGpu {
         nvidia_runtime: None,
         cdi: None,
@@ -66,24 +67,43 @@ fn container_gpu(image: Option<&str>, lock_tags: &[String]) -> ContainerGpu {
         detail,
     };
     if std::env::var("ENVBUILD_DOCKER_CHECK").is_ok_and(|v| v == "0") {
-        return skipped("skipped (ENVBUILD_DOCKER_CHECK=0)".into());
+        return Ok(skipped("skipped (ENVBUILD_DOCKER_CHECK=0)".into()));
     }
-    let rt = match crate::infra::docker::runtime() {
+    let rt = match docker::runtime() {
         Ok(rt) => rt,
-        Err(f) => return skipped(format!("not checked: {f}")),
+        Err(f) => return Ok(skipped(format!("not checked: {f}"))),
     };
     rt.block_on(async {
-        match crate::infra::docker::connect().await {
-            Ok(engine) => {
-                crate::infra::docker::gpu_probe::container_gpu(&engine, image, lock_tags).await
+        // The probe starts a container: a signal must remove it like a smoke container.
+        let interrupt = run::install_interrupt()?;
+        let engine = tokio::select! {
+            e = docker::connect() => e,
+            _ = interrupt.clone() => return Err(run::interrupted("connecting to the engine")),
+        };
+        let engine = match engine {
+            Ok(engine) => engine,
+            Err(f) => {
+                return Ok(skipped(format!(
+                    "not checked: {}",
+                    f.diagnostics
+                        .first()
+                        .map(|d| d.message.clone())
+                        .unwrap_or_default()
+                )))
             }
-            Err(f) => skipped(format!(
-                "not checked: {}",
-                f.diagnostics
-                    .first()
-                    .map(|d| d.message.clone())
-                    .unwrap_or_default()
-            )),
+        };
+        let run_id = docker::new_run_id();
+        tokio::select! {
+            probed = docker::gpu_probe::container_gpu(&engine, image, lock_tags, &run_id) => Ok(probed),
+            _ = interrupt => {
+                let cleanup = run::cleanup_run(&engine, &run_id, true).await;
+                let mut f = run::interrupted("the GPU probe");
+                if let Err(c) = cleanup {
+                    f.diagnostics[0].hint = None;
+                    f.diagnostics.extend(c.diagnostics);
+                }
+                Err(f)
+            }
         }
     })
 }

@@ -150,22 +150,40 @@ pub fn test(req: &TestRequest<'_>) -> Result<SmokeResult, Failure> {
                 e = docker::connect() => e?,
                 _ = interrupt.clone() => return Err(run::interrupted("connecting to the engine")),
             };
-            images::inspect(&engine, req.image)
-                .await?
-                .ok_or_else(|| image_not_found(req.image, &engine.host))?;
             let mut settings = req.settings.clone();
-            let expectations = match expectations {
-                Some(e) => Some(e),
-                None => {
-                    let own = tokio::select! {
-                        o = image_expectations(&engine, req.image, &settings.run_id) => o?,
-                        _ = interrupt.clone() => return Err(run::interrupted("reading the image's expectations")),
-                    };
-                    settings.shm_bytes = settings.shm_bytes.max(own.shm_bytes);
-                    own.expectations
+            let prepare = async {
+                images::inspect(&engine, req.image)
+                    .await?
+                    .ok_or_else(|| image_not_found(req.image, &engine.host))?;
+                match expectations {
+                    Some(e) => Ok((Some(e), 0)),
+                    None => image_expectations(&engine, req.image, &settings.run_id)
+                        .await
+                        .map(|own| (own.expectations, own.shm_bytes)),
                 }
             };
-            smoke(&engine, req.image, expectations, &settings, interrupt.clone()).await
+            let (expectations, own_shm) = tokio::select! {
+                r = prepare => r?,
+                _ = interrupt.clone() => {
+                    // Reading the expectations creates a container: it must not outlive us.
+                    let cleanup = run::cleanup_run(&engine, &settings.run_id, true).await;
+                    let mut f = run::interrupted("inspecting the image");
+                    if let Err(c) = cleanup {
+                        f.diagnostics[0].hint = None;
+                        f.diagnostics.extend(c.diagnostics);
+                    }
+                    return Err(f);
+                }
+            };
+            settings.shm_bytes = settings.shm_bytes.max(own_shm);
+            smoke(
+                &engine,
+                req.image,
+                expectations,
+                &settings,
+                interrupt.clone(),
+            )
+            .await
         }
         .await;
         Ok(SmokeResult {

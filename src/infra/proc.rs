@@ -1,8 +1,16 @@
 //! Run a child process with a time limit and capture its output. This module performs process
 //! I/O; it is used by `smoke` (the Python interpreter) and `host` (`nvidia-smi`).
+//!
+//! The child runs in its own process group, so that at the limit the whole group is killed: a
+//! grandchild that holds the output pipes would otherwise keep the readers (and envbuild)
+//! waiting. Being in another group, the child no longer gets the terminal's Ctrl-C: while it
+//! runs, SIGINT, SIGTERM, SIGHUP and SIGQUIT kill its group first and are then raised again
+//! with the disposition envbuild had before (by default, ending envbuild as they always did).
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -21,24 +29,90 @@ pub enum RunError {
     Spawn(std::io::Error),
     /// It ran past the limit and was killed; whatever it printed so far.
     TimedOut { stdout: String, stderr: String },
-    /// Waiting on it failed.
+    /// Waiting on it failed, or envbuild was interrupted by a signal it handles itself.
     Wait(std::io::Error),
 }
 
 /// Output beyond this is dropped: a report is a few KiB and nothing legitimate prints more.
 const MAX_CAPTURE: u64 = 16 * 1024 * 1024;
+/// How long the readers may take to see the pipes close once the group was killed.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+const POLL: Duration = Duration::from_millis(20);
 
-fn reader<R: Read + Send + 'static>(r: Option<R>) -> thread::JoinHandle<String> {
-    thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(r) = r {
-            let _ = r.take(MAX_CAPTURE).read_to_end(&mut buf);
-        }
-        String::from_utf8_lossy(&buf).into_owned()
-    })
+/// One pipe drained on a thread into a shared buffer, so that what was read can be taken even
+/// if something outside the group still holds the pipe open.
+struct Reader {
+    buf: Arc<Mutex<Vec<u8>>>,
+    thread: thread::JoinHandle<()>,
 }
 
-/// Run `cmd` with stdin closed, stdout and stderr captured, killing it after `limit`.
+impl Reader {
+    fn new<R: Read + Send + 'static>(r: Option<R>) -> Reader {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let shared = buf.clone();
+        let thread = thread::spawn(move || {
+            let Some(r) = r else { return };
+            let mut r = r.take(MAX_CAPTURE);
+            let mut chunk = [0u8; 8192];
+            while let Ok(n) = r.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                if let Ok(mut b) = shared.lock() {
+                    b.extend_from_slice(&chunk[..n]);
+                }
+            }
+        });
+        Reader { buf, thread }
+    }
+
+    fn done(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// What was read, once the pipe closed or `grace` passed (the thread is then left behind).
+    fn finish(self, grace: Duration) -> String {
+        let until = Instant::now() + grace;
+        while !self.done() && Instant::now() < until {
+            thread::sleep(POLL);
+        }
+        let bytes = match self.buf.lock() {
+            Ok(b) => b.clone(),
+            Err(p) => p.into_inner().clone(),
+        };
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+/// SIGKILL every process in the group `pgid`.
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) with a negative pid signals a process group; no memory is involved.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Kill the group, reap the child, and raise `signal` again now that envbuild's own
+/// disposition for it is back.
+fn stop_for_signal(
+    child: &mut std::process::Child,
+    pgid: i32,
+    guard: forward::Guard,
+    signal: i32,
+) -> RunError {
+    kill_group(pgid);
+    let _ = child.wait();
+    drop(guard);
+    forward::raise(signal);
+    RunError::Wait(std::io::Error::new(
+        std::io::ErrorKind::Interrupted,
+        format!("interrupted by signal {signal}"),
+    ))
+}
+
+/// Run `cmd` with stdin closed, stdout and stderr captured, killing its process group after
+/// `limit`. The limit also covers anything the child started that keeps its pipes open after
+/// the child itself exited: at the limit the group is killed and the child's result returned.
 pub fn run_with_timeout(cmd: Command, limit: Duration) -> Result<Output, RunError> {
     run_fed(cmd, None, limit)
 }
@@ -55,41 +129,158 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
         Stdio::null()
     })
     .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let guard = forward::Guard::install();
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
+    // The child leads its own group: the group id is its pid.
+    let pgid = child.id() as i32;
+    // Drain both pipes on threads so a chatty child never blocks on a full pipe.
+    let out = Reader::new(child.stdout.take());
+    let err = Reader::new(child.stderr.take());
     if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
         // A child that exits without reading is not an error here: its exit status tells.
         let _ = std::io::Write::write_all(&mut stdin, input);
     }
-    // Drain both pipes on threads so a chatty child never blocks on a full pipe.
-    let out = reader(child.stdout.take());
-    let err = reader(child.stderr.take());
-    let start = Instant::now();
+    let deadline = Instant::now() + limit;
     let status = loop {
+        if let Some(signal) = forward::take() {
+            return Err(stop_for_signal(&mut child, pgid, guard, signal));
+        }
         match child.try_wait() {
-            Ok(Some(status)) => break Ok(status),
-            Ok(None) if start.elapsed() >= limit => {
-                let _ = child.kill();
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() >= deadline => {
+                // Killed before it is reaped: the group id cannot have been reused.
+                kill_group(pgid);
                 let _ = child.wait();
-                break Err(());
+                break None;
             }
-            Ok(None) => thread::sleep(Duration::from_millis(20)),
+            Ok(None) => thread::sleep(POLL),
             Err(e) => {
-                let _ = child.kill();
+                kill_group(pgid);
                 let _ = child.wait();
                 return Err(RunError::Wait(e));
             }
         }
     };
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
+    // The child is gone; what it started may still hold the pipes open until the deadline.
+    while status.is_some() && !(out.done() && err.done()) {
+        if let Some(signal) = forward::take() {
+            return Err(stop_for_signal(&mut child, pgid, guard, signal));
+        }
+        if Instant::now() >= deadline {
+            kill_group(pgid);
+            break;
+        }
+        thread::sleep(POLL);
+    }
+    drop(guard);
+    // A signal caught after the last look is not lost: it meets envbuild's own disposition.
+    if let Some(signal) = forward::take() {
+        forward::raise(signal);
+    }
+    let stdout = out.finish(DRAIN_GRACE);
+    let stderr = err.finish(DRAIN_GRACE);
     match status {
-        Ok(status) => Ok(Output {
+        Some(status) => Ok(Output {
             code: status.code(),
             stdout,
             stderr,
         }),
-        Err(()) => Err(RunError::TimedOut { stdout, stderr }),
+        None => Err(RunError::TimedOut { stdout, stderr }),
+    }
+}
+
+/// While a child runs in its own group, the signals that would end envbuild are caught, so
+/// that the group can be killed before envbuild ends; then they are raised again.
+mod forward {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    use std::sync::Mutex;
+
+    const SIGNALS: [libc::c_int; 4] = [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM];
+
+    /// The last signal caught and not yet handled; 0 for none.
+    static PENDING: AtomicI32 = AtomicI32::new(0);
+
+    /// How many children run now, and the dispositions to restore when none does.
+    struct State {
+        users: usize,
+        saved: Vec<(libc::c_int, libc::sigaction)>,
+    }
+
+    static STATE: Mutex<State> = Mutex::new(State {
+        users: 0,
+        saved: Vec::new(),
+    });
+
+    extern "C" fn on_signal(signal: libc::c_int) {
+        // Only an atomic store: async-signal-safe.
+        PENDING.store(signal, Ordering::SeqCst);
+    }
+
+    /// Catching is on while a guard lives (one set of handlers for any number of children).
+    pub struct Guard;
+
+    impl Guard {
+        pub fn install() -> Guard {
+            let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+            if state.users == 0 {
+                for signal in SIGNALS {
+                    // SAFETY: plain sigaction(2) calls on zero-initialised C structs; the
+                    // handler only stores to an atomic.
+                    unsafe {
+                        let mut new: libc::sigaction = std::mem::zeroed();
+                        new.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                        libc::sigemptyset(&mut new.sa_mask);
+                        new.sa_flags = libc::SA_RESTART;
+                        let mut old: libc::sigaction = std::mem::zeroed();
+                        if libc::sigaction(signal, &new, &mut old) != 0 {
+                            continue;
+                        }
+                        if old.sa_sigaction == libc::SIG_IGN {
+                            // Ignored (`nohup`): it stays ignored.
+                            libc::sigaction(signal, &old, std::ptr::null_mut());
+                            continue;
+                        }
+                        state.saved.push((signal, old));
+                    }
+                }
+            }
+            state.users += 1;
+            Guard
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let mut state = STATE.lock().unwrap_or_else(|p| p.into_inner());
+            state.users -= 1;
+            if state.users == 0 {
+                for (signal, old) in state.saved.drain(..) {
+                    // SAFETY: restores the disposition saved by `install`.
+                    unsafe {
+                        libc::sigaction(signal, &old, std::ptr::null_mut());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The signal caught since the last call, if any.
+    pub fn take() -> Option<i32> {
+        match PENDING.swap(0, Ordering::SeqCst) {
+            0 => None,
+            s => Some(s),
+        }
+    }
+
+    /// Raise `signal` in this process (after the guard was dropped, it meets the disposition
+    /// envbuild had before; while another child runs, that child's loop handles it in turn).
+    pub fn raise(signal: i32) {
+        // SAFETY: raise(3) has no memory-safety preconditions.
+        unsafe {
+            libc::raise(signal);
+        }
     }
 }
 

@@ -29,6 +29,10 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         gpus_all_without_nvidia_runtime_is_no_gpu_runtime,
         hanging_smoke_test_times_out_and_is_removed,
         sigint_during_the_smoke_test_removes_the_container,
+        sigterm_during_the_smoke_test_removes_the_container,
+        sighup_during_the_smoke_test_removes_the_container,
+        sigquit_during_the_smoke_test_removes_the_container,
+        a_second_sigint_during_cleanup_ends_at_once_naming_the_container,
         failing_run_step_names_step_command_and_output,
         missing_base_image_is_named_with_a_hint,
         unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers,
@@ -413,12 +417,10 @@ fn hanging_smoke_test_times_out_and_is_removed() {
     d.assert_no_smoke_container("after a timeout");
 }
 
-fn sigint_during_the_smoke_test_removes_the_container() {
-    let Some(d) = support::engine("sigint_during_the_smoke_test_removes_the_container") else {
-        return;
-    };
-    let hang = support::hanging_image(&d);
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
+/// `envbuild test` on the hanging image, returned once its smoke container runs.
+fn smoke_test_running(d: &Docker) -> std::process::Child {
+    let hang = support::hanging_image(d);
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
         .args(["test", &hang, "--gpus", "none", "--timeout", "120"])
         .env("ENVBUILD_RUN_ID", support::run_prefix())
         .stdout(std::process::Stdio::piped())
@@ -432,28 +434,101 @@ fn sigint_during_the_smoke_test_removes_the_container() {
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
+    child
+}
+
+fn send(child: &std::process::Child, signal: &str) {
     let ok = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
         .unwrap()
         .success();
-    assert!(ok);
+    assert!(ok, "kill -{signal}");
+}
+
+/// The status of `child` once it exits, within 30 s.
+fn exit_within_30s(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
     let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "envbuild did not exit after {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One signal during the smoke test: `INTERRUPTED`, exit 1, and the container is removed.
+fn signal_during_the_smoke_test_removes_the_container(signal: &str) {
+    let test = format!(
+        "sig{}_during_the_smoke_test_removes_the_container",
+        signal.to_lowercase()
+    );
+    let Some(d) = support::engine(&test) else {
+        return;
+    };
+    let mut child = smoke_test_running(&d);
+    send(&child, signal);
+    let status = exit_within_30s(&mut child, &format!("SIG{signal}"));
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("INTERRUPTED"), "{err}");
+    d.assert_no_smoke_container(&format!("after SIG{signal}"));
+}
+
+fn sigint_during_the_smoke_test_removes_the_container() {
+    signal_during_the_smoke_test_removes_the_container("INT");
+}
+
+fn sigterm_during_the_smoke_test_removes_the_container() {
+    signal_during_the_smoke_test_removes_the_container("TERM");
+}
+
+fn sighup_during_the_smoke_test_removes_the_container() {
+    signal_during_the_smoke_test_removes_the_container("HUP");
+}
+
+fn sigquit_during_the_smoke_test_removes_the_container() {
+    signal_during_the_smoke_test_removes_the_container("QUIT");
+}
+
+fn a_second_sigint_during_cleanup_ends_at_once_naming_the_container() {
+    let Some(d) =
+        support::engine("a_second_sigint_during_cleanup_ends_at_once_naming_the_container")
+    else {
+        return;
+    };
+    let mut child = smoke_test_running(&d);
+    send(&child, "INT");
+    // The cleanup takes at least 300 ms (it looks twice for a late create): signals sent every
+    // 50 ms from now on reach it while it runs.
+    let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
+        std::thread::sleep(Duration::from_millis(50));
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
         assert!(
             Instant::now() < deadline,
-            "envbuild did not exit after SIGINT"
+            "envbuild did not exit after a second SIGINT"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        send(&child, "INT");
     };
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(status.code(), Some(1), "{err}");
-    assert!(err.contains("INTERRUPTED"), "{err}");
-    d.assert_no_smoke_container("after SIGINT");
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("SIGINT again")
+            && err.contains(&format!("`envbuild-smoke-{}", support::run_prefix())),
+        "the container that may remain is named: {err}"
+    );
+    // The interrupted cleanup may have left it: this test's own cleanup.
+    d.remove_smoke_containers();
+    d.assert_no_smoke_container("after the test's own cleanup");
 }
 
 fn failing_run_step_names_step_command_and_output() {

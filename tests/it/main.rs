@@ -3,9 +3,11 @@
 //! `tests/fixtures/fake_torch.py` writes).
 
 mod architecture;
+mod children;
 mod cli;
 mod confinement;
 mod doctor;
+mod engine_faults;
 mod import;
 mod learn;
 mod lock;

@@ -257,6 +257,16 @@ impl Docker {
             .unwrap_or_else(|e| panic!("cannot remove container {id}: {e}"));
     }
 
+    /// Force-remove this test process's smoke containers (after a run that was told not to).
+    pub fn remove_smoke_containers(&self) {
+        for id in self.smoke_containers() {
+            let opts = bollard::query_parameters::RemoveContainerOptionsBuilder::default()
+                .force(true)
+                .build();
+            let _ = self.block_on(self.client.remove_container(&id, Some(opts)));
+        }
+    }
+
     pub fn assert_no_smoke_container(&self, context: &str) {
         let left = self.smoke_containers();
         assert!(

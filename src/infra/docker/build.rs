@@ -4,6 +4,7 @@
 //! this module never writes to the terminal itself.
 
 use super::context::{build_context, label_target_stage, parse_dockerfile, BuildContext};
+use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
@@ -222,7 +223,7 @@ pub async fn build_pulling(
         bytes: context.tar.len(),
         files: context.files.len(),
     });
-    let log = stream_build(engine, req, &primary, &context, on_event).await;
+    let log = stream_build(engine, req, &primary, &context, on_event).await?;
     let image_id = built_image(engine, req, &primary, &log).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
     Ok(outcome(image_id, Some(&log)))
@@ -308,14 +309,16 @@ async fn existing_image(
     }))
 }
 
-/// Send the context and follow the engine's build stream to its end.
+/// Send the context and follow the engine's build stream to its end. A stream that stays
+/// silent past the build's idle limit is `ENGINE_TIMEOUT` (a long build that keeps talking is
+/// never cut).
 async fn stream_build(
     engine: &Engine,
     req: &BuildRequest,
     primary: &str,
     context: &BuildContext,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
-) -> BuildLog {
+) -> Result<BuildLog, Failure> {
     let mut opts = BuildImageOptionsBuilder::default()
         .dockerfile(&req.dockerfile)
         .t(primary)
@@ -327,7 +330,23 @@ async fn stream_build(
     let body = bollard::body_full(bytes::Bytes::from(context.tar.clone()));
     let mut stream = engine.docker.build_image(opts.build(), None, Some(body));
     let mut log = BuildLog::default();
-    while let Some(item) = stream.next().await {
+    let idle = engine.limits.of(Call::BuildIdle);
+    loop {
+        let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
+            let doing = match &log.step {
+                Some((n, total, instruction)) => {
+                    format!("building `{primary}` (step {n}/{total}: {instruction})")
+                }
+                None => format!("building `{primary}` (sending the context)"),
+            };
+            return Err(limits::timed_out(
+                &engine.host,
+                &doing,
+                Call::BuildIdle,
+                idle,
+            ));
+        };
+        let Some(item) = next else { break };
         match item {
             Ok(info) => {
                 if let Some(text) = info.stream {
@@ -352,7 +371,7 @@ async fn stream_build(
         }
     }
     log.flush(on_event);
-    log
+    Ok(log)
 }
 
 /// The id of the image the build made, checked against the lock; or why there is none.
@@ -569,9 +588,12 @@ async fn tag_extra(engine: &Engine, image_id: &str, extra: &[String]) -> Result<
         let (repo, t) = split_tag(tag);
         let opts = TagImageOptionsBuilder::default().repo(repo).tag(t).build();
         engine
-            .docker
-            .tag_image(image_id, Some(opts))
-            .await
+            .call(
+                Call::Short,
+                || format!("tagging the image as `{tag}`"),
+                engine.docker.tag_image(image_id, Some(opts)),
+            )
+            .await?
             .map_err(|e| {
                 Failure::one(
                     Diagnostic::error(

@@ -9,8 +9,9 @@
 //! unrelated image's `NVIDIA_REQUIRE_CUDA` cannot make a working runtime look broken.
 
 use super::errors::{gpu_refusal, refused, GpuRefusal};
+use super::limits::Call;
 use super::run::{gpu_request, remove_run_containers};
-use super::{images, is_not_found, labels, new_run_id, short_error, Engine};
+use super::{images, is_not_found, labels, short_error, Engine};
 use crate::core::doctor::ContainerGpu;
 use crate::core::render::LABEL_LOCK_SHA256;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -24,7 +25,15 @@ async fn an_envbuild_image(engine: &Engine) -> Option<String> {
     let opts = ListImagesOptionsBuilder::default()
         .filters(&filters)
         .build();
-    let mut images = engine.docker.list_images(Some(opts)).await.ok()?;
+    let mut images = engine
+        .call(
+            Call::Short,
+            || "listing envbuild's images".into(),
+            engine.docker.list_images(Some(opts)),
+        )
+        .await
+        .ok()?
+        .ok()?;
     images.sort_by_key(|i| std::cmp::Reverse(i.created));
     images.into_iter().next().map(|i| i.id)
 }
@@ -69,16 +78,29 @@ async fn probe_image(
 }
 
 /// Probe the engine, starting a container from `image`, or from the first of `lock_tags`
-/// (the tags a `--lock` renders to) the engine has, or from the newest envbuild image. Never
-/// fails: what could not be found out is said in `detail`.
+/// (the tags a `--lock` renders to) the engine has, or from the newest envbuild image; the
+/// probe container is labelled with `run_id` (the caller removes it after an interruption).
+/// Never fails: what could not be found out is said in `detail`.
 pub async fn container_gpu(
     engine: &Engine,
     image: Option<&str>,
     lock_tags: &[String],
+    run_id: &str,
 ) -> ContainerGpu {
     let mut detail = Vec::new();
-    let (nvidia_runtime, cdi) = match engine.docker.info().await {
-        Ok(info) => {
+    let info = engine
+        .call(
+            Call::Short,
+            || "reading the engine's info".into(),
+            engine.docker.info(),
+        )
+        .await;
+    let (nvidia_runtime, cdi) = match info {
+        Err(f) => {
+            detail.push(f.diagnostics[0].message.clone());
+            (None, None)
+        }
+        Ok(Ok(info)) => {
             let runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
             let nvidia = runtimes.iter().any(|r| r == "nvidia");
             detail.push(format!(
@@ -96,7 +118,7 @@ pub async fn container_gpu(
             }
             (Some(nvidia), cdi)
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             detail.push(format!(
                 "cannot read the engine's info: {}",
                 short_error(&e)
@@ -113,7 +135,7 @@ pub async fn container_gpu(
             None
         }
         Some(image) => {
-            let (verified, what) = try_gpu_container(engine, &image).await;
+            let (verified, what) = try_gpu_container(engine, &image, run_id).await;
             detail.push(what);
             verified
         }
@@ -127,12 +149,15 @@ pub async fn container_gpu(
 }
 
 /// Create and start a container with `--gpus all` from `image`; always remove it.
-async fn try_gpu_container(engine: &Engine, probe: &ProbeImage) -> (Option<bool>, String) {
+async fn try_gpu_container(
+    engine: &Engine,
+    probe: &ProbeImage,
+    run_id: &str,
+) -> (Option<bool>, String) {
     let image = probe.name.as_str();
-    let run_id = new_run_id();
     let mut container_labels = HashMap::new();
     container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
-    container_labels.insert(labels::RUN_ID.to_string(), run_id.clone());
+    container_labels.insert(labels::RUN_ID.to_string(), run_id.to_string());
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         // The request is what is being tested; the command only has to exist and end.
@@ -150,28 +175,42 @@ async fn try_gpu_container(engine: &Engine, probe: &ProbeImage) -> (Option<bool>
         ..Default::default()
     };
     let name = format!("envbuild-gpu-probe-{run_id}");
+    let _live = super::run::LiveRun::new(run_id, &name);
     let opts = CreateContainerOptionsBuilder::default().name(&name).build();
     let what = probe.what;
-    let outcome = match engine.docker.create_container(Some(opts), body).await {
-        Err(e) if is_not_found(&e) => (None, format!("image `{image}` is not on the engine")),
-        Err(e) => classify(engine, probe, &short_error(&e)).await,
-        Ok(created) => match engine
-            .docker
-            .start_container(
-                &created.id,
-                None::<bollard::query_parameters::StartContainerOptions>,
+    let create = engine.docker.create_container(Some(opts), body);
+    let created = engine
+        .call(
+            Call::Container,
+            || "creating the GPU probe container".into(),
+            create,
+        )
+        .await;
+    let outcome = match created {
+        Err(f) => (None, f.diagnostics[0].message.clone()),
+        Ok(Err(e)) if is_not_found(&e) => (None, format!("image `{image}` is not on the engine")),
+        Ok(Err(e)) => classify(engine, probe, &short_error(&e)).await,
+        Ok(Ok(created)) => match engine
+            .call(
+                Call::Container,
+                || "starting the GPU probe container".into(),
+                engine.docker.start_container(
+                    &created.id,
+                    None::<bollard::query_parameters::StartContainerOptions>,
+                ),
             )
             .await
         {
-            Ok(()) => (
+            Err(f) => (None, f.diagnostics[0].message.clone()),
+            Ok(Ok(())) => (
                 Some(true),
                 format!("a container from {what}`{image}` started with --gpus all"),
             ),
-            Err(e) => classify(engine, probe, &short_error(&e)).await,
+            Ok(Err(e)) => classify(engine, probe, &short_error(&e)).await,
         },
     };
     // Best effort: a leftover would carry the smoke label and be found by the tests.
-    let _ = remove_run_containers(engine, &run_id).await;
+    let _ = remove_run_containers(engine, run_id).await;
     outcome
 }
 

@@ -12,6 +12,7 @@ pub mod context;
 pub(crate) mod errors;
 pub mod gpu_probe;
 pub mod images;
+pub mod limits;
 pub mod registry;
 pub mod run;
 
@@ -45,6 +46,8 @@ pub mod codes {
     /// `test --show-verdict`: the registry holds no verdict for the image, or one for another
     /// digest.
     pub const VERDICT_MISSING: Code = "VERDICT_MISSING";
+    /// The engine answered the ping, then did not answer a call within its limit.
+    pub const ENGINE_TIMEOUT: Code = "ENGINE_TIMEOUT";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
@@ -64,6 +67,7 @@ pub mod codes {
         PUSH_FAILED,
         REGISTRY_AUTH,
         VERDICT_MISSING,
+        ENGINE_TIMEOUT,
     ];
 }
 
@@ -82,6 +86,21 @@ pub struct Engine {
     pub(crate) docker: Docker,
     /// Where the engine was found, for messages (`unix:///var/run/docker.sock`, ...).
     pub host: String,
+    /// How long each kind of call may take.
+    pub limits: limits::Limits,
+}
+
+impl Engine {
+    /// Run one engine call under the limit for its kind; `doing` names it for `ENGINE_TIMEOUT`
+    /// ("inspecting image `x`").
+    pub(crate) async fn call<T>(
+        &self,
+        call: limits::Call,
+        doing: impl FnOnce() -> String,
+        fut: impl std::future::Future<Output = T>,
+    ) -> Result<T, Failure> {
+        self.limits.run(call, &self.host, doing, fut).await
+    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -90,10 +109,8 @@ impl std::fmt::Debug for Engine {
     }
 }
 
-/// How long to wait for the engine to answer a ping before calling it unreachable.
-const PING_TIMEOUT: Duration = Duration::from_secs(10);
-/// bollard's timeout bounds the wait for response headers; builds and waits stream for longer,
-/// and envbuild enforces its own limits around them.
+/// bollard's own timeout, only a backstop: every call runs under its own limit
+/// ([`limits`]), and a build or a wait streams for longer than any one limit.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3600);
 
 fn unreachable_hint() -> String {
@@ -105,6 +122,9 @@ fn unreachable_hint() -> String {
 
 /// Connect to the engine named by `DOCKER_HOST` (or the local socket) and check that it answers.
 pub async fn connect() -> Result<Engine, Failure> {
+    let limits = limits::Limits::from_env()?;
+    // A silent engine at this point is an unreachable one, not a stalled one.
+    let ping_limit = limits.ping();
     let host = std::env::var("DOCKER_HOST")
         .ok()
         .filter(|h| !h.is_empty())
@@ -128,8 +148,12 @@ pub async fn connect() -> Result<Engine, Failure> {
         )
     })?
     .with_timeout(REQUEST_TIMEOUT);
-    match tokio::time::timeout(PING_TIMEOUT, docker.ping()).await {
-        Ok(Ok(_)) => Ok(Engine { docker, host }),
+    match tokio::time::timeout(ping_limit, docker.ping()).await {
+        Ok(Ok(_)) => Ok(Engine {
+            docker,
+            host,
+            limits,
+        }),
         Ok(Err(e)) => Err(Failure::one(
             Diagnostic::error(
                 codes::ENGINE_UNREACHABLE,
@@ -144,8 +168,8 @@ pub async fn connect() -> Result<Engine, Failure> {
             Diagnostic::error(
                 codes::ENGINE_UNREACHABLE,
                 format!(
-                    "the Docker engine at `{host}` did not answer within {}s",
-                    PING_TIMEOUT.as_secs()
+                    "the Docker engine at `{host}` did not answer within {}",
+                    limits::secs(ping_limit)
                 ),
             )
             .with_hint(unreachable_hint()),
@@ -156,7 +180,15 @@ pub async fn connect() -> Result<Engine, Failure> {
 /// The engine's own id (`docker info`'s `ID`): another engine, even at the same socket path,
 /// has another. `None` when the engine does not say.
 pub async fn engine_id(engine: &Engine) -> Option<String> {
-    let info = engine.docker.info().await.ok()?;
+    let info = engine
+        .call(
+            limits::Call::Short,
+            || "reading the engine's info".into(),
+            engine.docker.info(),
+        )
+        .await
+        .ok()?
+        .ok()?;
     info.id.filter(|id| !id.trim().is_empty())
 }
 

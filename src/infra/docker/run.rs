@@ -5,6 +5,7 @@
 
 use super::context::{deterministic_tar, TarFile};
 use super::errors::{gpu_refusal, image_not_found, refused};
+use super::limits::Call;
 use super::{codes, engine_error, is_not_found, labels, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::smoke::codes as smoke_codes;
@@ -18,6 +19,7 @@ use bollard::query_parameters::{
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// One smoke-test run.
@@ -48,26 +50,103 @@ pub struct SmokeOutcome {
     pub elapsed: Duration,
 }
 
-/// Resolves when the user interrupts (SIGINT, Ctrl-C) or CI cancels (SIGTERM).
+/// Resolves when the user interrupts (SIGINT, Ctrl-C), the terminal goes away (SIGHUP), CI
+/// cancels (SIGTERM) or the user quits (SIGQUIT).
 pub type Interrupt = Shared<BoxFuture<'static, ()>>;
 
-/// Install the SIGINT/SIGTERM handlers; from now on a signal no longer kills the process, it
-/// resolves the returned future, and the command cleans up and exits with `INTERRUPTED`.
-/// Must be called inside the tokio runtime.
+/// The signals that interrupt a run, with their numbers (for the exit status `128 + n`).
+const SIGNALS: [(&str, i32); 4] = [
+    ("SIGHUP", 1),
+    ("SIGINT", 2),
+    ("SIGQUIT", 3),
+    ("SIGTERM", 15),
+];
+
+/// Install the SIGINT/SIGTERM/SIGHUP/SIGQUIT handlers; from now on the first such signal no
+/// longer kills the process, it resolves the returned future, and the command cleans up and
+/// exits with `INTERRUPTED`. A second signal is not swallowed: it ends the process at once
+/// (exit `128 + signal`), saying which containers may remain. Must be called inside the tokio
+/// runtime.
 pub fn install_interrupt() -> Result<Interrupt, Failure> {
     use tokio::signal::unix::{signal, SignalKind};
-    let mut int = signal(SignalKind::interrupt())
-        .map_err(|e| Failure::bug(format!("cannot install the SIGINT handler: {e}")))?;
-    let mut term = signal(SignalKind::terminate())
-        .map_err(|e| Failure::bug(format!("cannot install the SIGTERM handler: {e}")))?;
+    let mut streams = Vec::new();
+    for (name, number) in SIGNALS {
+        let s = signal(SignalKind::from_raw(number))
+            .map_err(|e| Failure::bug(format!("cannot install the {name} handler: {e}")))?;
+        streams.push(s);
+    }
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        next_signal(&mut streams).await;
+        let _ = first_tx.send(());
+        let (name, number) = next_signal(&mut streams).await;
+        second_signal(name, number)
+    });
     Ok(async move {
-        tokio::select! {
-            _ = int.recv() => {},
-            _ = term.recv() => {},
-        }
+        // A dropped sender (the runtime is shutting down) also ends the wait.
+        let _ = first_rx.await;
     }
     .boxed()
     .shared())
+}
+
+/// The next of the [`SIGNALS`] to arrive.
+async fn next_signal(streams: &mut [tokio::signal::unix::Signal]) -> (&'static str, i32) {
+    let [hup, int, quit, term] = streams else {
+        unreachable!("one stream per signal")
+    };
+    tokio::select! {
+        _ = hup.recv() => SIGNALS[0],
+        _ = int.recv() => SIGNALS[1],
+        _ = quit.recv() => SIGNALS[2],
+        _ = term.recv() => SIGNALS[3],
+    }
+}
+
+/// A second signal while the first is being handled: the user means it. End now, saying what
+/// the unfinished cleanup may have left.
+fn second_signal(name: &str, number: i32) -> ! {
+    use std::io::Write;
+    let mut msg = format!("envbuild: {name} again: stopping without finishing the cleanup\n");
+    for (run_id, name) in live_runs() {
+        msg.push_str(&format!(
+            "envbuild: the container `{name}` (label {label}={run_id}) may remain: docker rm -f \
+             $(docker ps -aq --filter label={label}={run_id})\n",
+            label = labels::RUN_ID,
+        ));
+    }
+    let _ = std::io::stderr().write_all(msg.as_bytes());
+    std::process::exit(128 + number)
+}
+
+/// The run ids whose container may exist right now (created, not yet removed), with the
+/// container's name.
+static LIVE_RUNS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+
+fn live_runs() -> Vec<(String, String)> {
+    let map = LIVE_RUNS.lock().unwrap_or_else(|p| p.into_inner());
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+/// While alive, the container `name` of `run_id` counts as possibly existing (for the message
+/// of a second signal).
+pub(crate) struct LiveRun(String);
+
+impl LiveRun {
+    pub(crate) fn new(run_id: &str, name: &str) -> LiveRun {
+        if let Ok(mut map) = LIVE_RUNS.lock() {
+            map.insert(run_id.to_string(), name.to_string());
+        }
+        LiveRun(run_id.to_string())
+    }
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        if let Ok(mut map) = LIVE_RUNS.lock() {
+            map.remove(&self.0);
+        }
+    }
 }
 
 /// The `INTERRUPTED` failure.
@@ -81,8 +160,6 @@ pub fn interrupted(during: &str) -> Failure {
 /// Most bytes of container output kept (a report is a few KiB; a runaway log is cut).
 const MAX_LOG_BYTES: usize = 8 * 1024 * 1024;
 const STDERR_TAIL_LINES: usize = 20;
-/// How long removing the smoke container may take before envbuild gives up and says so.
-const CLEANUP_LIMIT: Duration = Duration::from_secs(30);
 
 /// The command the container runs: exec form, no shell, nothing interpolated.
 pub fn smoke_cmd(mode: Mode) -> Vec<String> {
@@ -142,9 +219,12 @@ pub async fn containers_with_label(engine: &Engine, label: &str) -> Result<Vec<S
         .filters(&filters)
         .build();
     let list = engine
-        .docker
-        .list_containers(Some(opts))
-        .await
+        .call(
+            Call::Short,
+            || format!("listing the containers labelled {label}"),
+            engine.docker.list_containers(Some(opts)),
+        )
+        .await?
         .map_err(|e| engine_error("cannot list containers", &e))?;
     Ok(list.into_iter().filter_map(|c| c.id).collect())
 }
@@ -159,10 +239,18 @@ pub async fn remove_run_containers(engine: &Engine, run_id: &str) -> Result<(), 
             .force(true)
             .v(true)
             .build();
-        if let Err(e) = engine.docker.remove_container(&id, Some(opts)).await {
+        let short = &id[..12.min(id.len())];
+        let removed = engine
+            .call(
+                Call::Short,
+                || format!("removing container {short}"),
+                engine.docker.remove_container(&id, Some(opts)),
+            )
+            .await?;
+        if let Err(e) = removed {
             if !is_not_found(&e) && first_err.is_none() {
                 first_err = Some(engine_error(
-                    &format!("cannot remove smoke container {}", &id[..12.min(id.len())]),
+                    &format!("cannot remove smoke container {short}"),
                     &e,
                 ));
             }
@@ -195,14 +283,26 @@ pub async fn read_image_file(
         network_disabled: Some(true),
         ..Default::default()
     };
-    let created = match engine
-        .docker
-        .create_container(
-            None::<bollard::query_parameters::CreateContainerOptions>,
-            body,
+    let name = format!("envbuild-read-{run_id}");
+    let _live = LiveRun::new(run_id, &name);
+    let opts = CreateContainerOptionsBuilder::default().name(&name).build();
+    let create = engine.docker.create_container(Some(opts), body);
+    let created = engine
+        .call(
+            Call::Container,
+            || format!("creating a container to read `{path}` from image `{image}`"),
+            create,
         )
-        .await
-    {
+        .await;
+    let created = match created {
+        Err(f) => {
+            // A create that timed out may still land: look for it before reporting.
+            let _ = cleanup_run(engine, run_id, true).await;
+            return Err(f);
+        }
+        Ok(c) => c,
+    };
+    let created = match created {
         Ok(c) => c,
         Err(e) if is_not_found(&e) => return Err(image_not_found(image, &engine.host)),
         Err(e) => {
@@ -212,8 +312,15 @@ pub async fn read_image_file(
             ))
         }
     };
-    let read = download_file(engine, &created.id, path).await;
-    let removed = remove_run_containers(engine, run_id).await;
+    let read = engine
+        .call(
+            Call::Short,
+            || format!("reading `{path}` from image `{image}`"),
+            download_file(engine, &created.id, path),
+        )
+        .await
+        .and_then(|r| r);
+    let removed = cleanup_run(engine, run_id, read.is_err()).await;
     let file = read?;
     removed?;
     Ok(file)
@@ -268,6 +375,7 @@ pub async fn run_smoke(
     interrupt: Interrupt,
 ) -> Result<SmokeOutcome, Failure> {
     let started = Instant::now();
+    let live = LiveRun::new(&req.run_id, &smoke_container_name(&req.run_id));
     let result = tokio::select! {
         r = run_inner(engine, req, started) => r,
         _ = tokio::time::sleep(req.timeout) => {
@@ -288,38 +396,62 @@ pub async fn run_smoke(
         _ = interrupt => Err(interrupted("the smoke test")),
     };
     // Always, whatever the branch above: a dropped future may have left a created container.
-    // Bounded, so a dead engine cannot make the command hang after a Ctrl-C.
-    let cleanup = async {
-        remove_run_containers(engine, &req.run_id).await?;
-        if result.is_err() {
-            // A create request dropped mid-flight may still land on the engine: look again.
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            remove_run_containers(engine, &req.run_id).await?;
-        }
-        Ok(())
-    };
-    let cleanup = match tokio::time::timeout(CLEANUP_LIMIT, cleanup).await {
-        Ok(r) => r,
-        Err(_) => Err(Failure::one(
-            Diagnostic::error(
-                codes::ENGINE_ERROR,
-                format!(
-                    "the engine did not remove the smoke container within {}s",
-                    CLEANUP_LIMIT.as_secs()
-                ),
-            )
-            .with_hint(format!(
-                "remove it by hand: docker rm -f $(docker ps -aq --filter label={}={})",
-                labels::RUN_ID,
-                req.run_id
-            )),
-        )),
-    };
+    let cleanup = cleanup_run(engine, &req.run_id, result.is_err()).await;
+    drop(live);
     match (result, cleanup) {
         (Ok(o), Ok(())) => Ok(o),
         (Ok(_), Err(e)) => Err(e),
-        (Err(e), _) => Err(e),
+        (Err(e), Ok(())) => Err(e),
+        (Err(mut e), Err(c)) => {
+            // "Nothing was left running" would be wrong: say what was not removed.
+            for d in &mut e.diagnostics {
+                if d.code == codes::INTERRUPTED {
+                    d.hint = None;
+                }
+            }
+            e.diagnostics.extend(c.diagnostics);
+            Err(e)
+        }
     }
+}
+
+/// Remove every container of `run_id`, bounded so that a dead engine cannot make the command
+/// hang (after a Ctrl-C, say). After a failure (`look_again`), a create request dropped
+/// mid-flight may still land on the engine, so it looks a second time. On failure the hint
+/// says how to remove them by hand.
+pub async fn cleanup_run(engine: &Engine, run_id: &str, look_again: bool) -> Result<(), Failure> {
+    let cleanup = async {
+        remove_run_containers(engine, run_id).await?;
+        if look_again {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            remove_run_containers(engine, run_id).await?;
+        }
+        Ok(())
+    };
+    let limit = engine.limits.of(Call::Container);
+    let result = match tokio::time::timeout(limit, cleanup).await {
+        Ok(r) => r,
+        Err(_) => Err(super::limits::timed_out(
+            &engine.host,
+            "removing the smoke container",
+            Call::Container,
+            limit,
+        )),
+    };
+    result.map_err(|mut f| {
+        let by_hand = format!(
+            "the container may remain; remove it by hand: docker rm -f $(docker ps -aq --filter \
+             label={}={run_id})",
+            labels::RUN_ID,
+        );
+        if let Some(d) = f.diagnostics.first_mut() {
+            d.hint = Some(match d.hint.take() {
+                Some(h) => format!("{by_hand}; {h}"),
+                None => by_hand,
+            });
+        }
+        f
+    })
 }
 
 async fn stderr_tail_of_run(engine: &Engine, run_id: &str) -> String {
@@ -391,15 +523,28 @@ async fn run_inner(
     let id = create_container(engine, req).await?;
     if let Some(tar) = payload(req)? {
         let opts = UploadToContainerOptionsBuilder::default().path("/").build();
+        let upload =
+            engine
+                .docker
+                .upload_to_container(&id, Some(opts), bollard::body_full(tar.into()));
         engine
-            .docker
-            .upload_to_container(&id, Some(opts), bollard::body_full(tar.into()))
-            .await
+            .call(
+                Call::Container,
+                || "copying the smoke test into the container".into(),
+                upload,
+            )
+            .await?
             .map_err(|e| engine_error("cannot copy the smoke test into the container", &e))?;
     }
     start_container(engine, req, &id).await?;
     let exit_code = wait_exit(engine, &id).await?;
-    let (stdout, stderr) = read_logs(engine, &id).await?;
+    let (stdout, stderr) = engine
+        .call(
+            Call::Container,
+            || "reading the smoke container's output".into(),
+            read_logs(engine, &id),
+        )
+        .await??;
     let stderr_tail = tail_lines(&stderr);
     let report = read_report(req, exit_code, &stdout, &stderr, &stderr_tail)?;
     Ok(SmokeOutcome {
@@ -408,6 +553,10 @@ async fn run_inner(
         stderr_tail,
         elapsed: started.elapsed(),
     })
+}
+
+fn smoke_container_name(run_id: &str) -> String {
+    format!("envbuild-smoke-{run_id}")
 }
 
 /// Create the labelled smoke container (not started); its id.
@@ -434,9 +583,17 @@ async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String,
         host_config: Some(host_config),
         ..Default::default()
     };
-    let name = format!("envbuild-smoke-{}", req.run_id);
+    let name = smoke_container_name(&req.run_id);
     let opts = CreateContainerOptionsBuilder::default().name(&name).build();
-    match engine.docker.create_container(Some(opts), body).await {
+    let create = engine.docker.create_container(Some(opts), body);
+    let created = engine
+        .call(
+            Call::Container,
+            || format!("creating the smoke container for `{}`", req.image),
+            create,
+        )
+        .await?;
+    match created {
         Ok(created) => Ok(created.id),
         Err(e) if is_not_found(&e) => Err(image_not_found(&req.image, &engine.host)),
         Err(e) => Err(match refusal_failure(engine, &short_error(&e)).await {
@@ -460,11 +617,17 @@ async fn refusal_failure(engine: &Engine, msg: &str) -> Option<Failure> {
 }
 
 async fn start_container(engine: &Engine, req: &SmokeRequest, id: &str) -> Result<(), Failure> {
-    let Err(e) = engine
+    let start = engine
         .docker
-        .start_container(id, None::<bollard::query_parameters::StartContainerOptions>)
-        .await
-    else {
+        .start_container(id, None::<bollard::query_parameters::StartContainerOptions>);
+    let started = engine
+        .call(
+            Call::Container,
+            || "starting the smoke container".into(),
+            start,
+        )
+        .await?;
+    let Err(e) = started else {
         return Ok(());
     };
     let msg = short_error(&e);
