@@ -16,6 +16,10 @@ pub struct LockRequest<'a> {
     pub out: Option<&'a Path>,
     /// Check only: fail when the lock on disk would change.
     pub locked: bool,
+    /// Re-resolve the closure even when its inputs did not change.
+    pub upgrade: bool,
+    /// Never run the closure resolver (no network): reuse the closure on disk or fail.
+    pub offline: bool,
 }
 
 /// How a lock run ended. Every variant carries every diagnostic (warnings included).
@@ -45,16 +49,29 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     };
     let res = resolve_loaded(&loaded, table);
     let mut diagnostics = res.diagnostics;
-    let Some(lock) = res
+    let Some(mut lock) = res
         .lock
         .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
     else {
         return Ok(LockOutcome::Refused { diagnostics });
     };
+    let path = lock_path(req.spec, req.out);
+    if loaded.spec.lock.closure {
+        let mode = if req.locked || req.offline {
+            ClosureMode::Offline { locked: req.locked }
+        } else {
+            ClosureMode::Resolve {
+                upgrade: req.upgrade,
+            }
+        };
+        if let Err(d) = attach_closure(&mut lock, &loaded.spec, table, &path, mode)? {
+            diagnostics.push(d);
+            return Ok(LockOutcome::Refused { diagnostics });
+        }
+    }
     let text = lock
         .to_toml()
         .map_err(|e| Failure::bug(format!("cannot serialise the lock: {e}")))?;
-    let path = lock_path(req.spec, req.out);
     if req.locked {
         let fix = "run `envbuild lock` and commit the new lock";
         return Ok(match stale_lock(&path, &text, fix)? {
@@ -113,4 +130,86 @@ pub fn stale_lock(
         )
         .with_hint(fix.to_string()),
     ))
+}
+
+/// How the closure of a lock may be obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosureMode {
+    /// Reuse the closure on disk when its inputs match (unless `upgrade`), else run the resolver.
+    Resolve { upgrade: bool },
+    /// Reuse only; `locked` words the refusal for `--locked`.
+    Offline { locked: bool },
+}
+
+/// The glibc the closure is resolved for: the target's, else the table's base image's, else the
+/// build's floor (a base image the table does not know).
+fn target_glibc(lock: &Lock, table: &Table) -> Option<crate::core::version::Version> {
+    let v = |s: &str| crate::core::version::Version::parse(s);
+    lock.glibc_target
+        .as_deref()
+        .and_then(v)
+        .or_else(|| {
+            table
+                .base_image
+                .iter()
+                .find(|r| r.image == lock.image.base)
+                .map(|r| r.glibc.clone())
+        })
+        .or_else(|| v(&lock.glibc_min))
+}
+
+/// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
+/// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
+/// `Ok(Err(d))` is a refusal to report.
+pub fn attach_closure(
+    lock: &mut Lock,
+    spec: &crate::core::spec::Spec,
+    table: &Table,
+    path: &Path,
+    mode: ClosureMode,
+) -> Result<Result<(), Diagnostic>, Failure> {
+    use crate::core::closure::{codes::CLOSURE_NEEDS_RESOLUTION, Inputs, PYPI_SIMPLE};
+    let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
+    let glibc = target_glibc(lock, table)
+        .ok_or_else(|| Failure::bug("the lock's glibc is not a version".to_string()))?;
+    let inputs = match Inputs::of(lock, index, &glibc) {
+        Ok(i) => i,
+        Err(m) => {
+            return Ok(Err(Diagnostic::error(
+                crate::core::spec::codes::CLOSURE_UNSUPPORTED,
+                m,
+            )
+            .with_hint("remove `closure = true` from [lock]")))
+        }
+    };
+    let hash = inputs.hash();
+    // A lock on disk that cannot be read is resolved afresh (its closure cannot be trusted).
+    let old = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| Lock::from_toml(&t).ok())
+        .filter(|o| o.closure_inputs.as_deref() == Some(hash.as_str()) && !o.closure.is_empty());
+    let reuse = match mode {
+        ClosureMode::Resolve { upgrade } => !upgrade,
+        ClosureMode::Offline { .. } => true,
+    };
+    let closure = match (old, mode) {
+        (Some(o), _) if reuse => o.closure,
+        (_, ClosureMode::Offline { locked }) => {
+            let why = if locked { "--locked" } else { "--offline" };
+            return Ok(Err(Diagnostic::error(
+                CLOSURE_NEEDS_RESOLUTION,
+                format!(
+                    "{} has no closure resolved from this spec's inputs (requirements, indexes, Python, platform), and {why} does not run the resolver",
+                    path.display()
+                ),
+            )
+            .with_hint("run `envbuild lock` (it resolves the closure with pip, on the network) and commit the lock")));
+        }
+        _ => {
+            crate::infra::pip_resolve::resolve(&crate::infra::pip_resolve::interpreter(), &inputs)?
+        }
+    };
+    lock.closure_inputs = Some(hash);
+    lock.closure = closure;
+    Ok(Ok(()))
 }

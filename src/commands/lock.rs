@@ -44,6 +44,8 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
         spec: &args.spec,
         out: args.out.as_deref(),
         locked: args.locked,
+        upgrade: args.upgrade,
+        offline: args.offline,
     };
     match lock(table, &req)? {
         LockOutcome::Refused { diagnostics } => {

@@ -5,6 +5,7 @@
 pub mod docker;
 pub mod fs;
 pub mod host;
+pub mod pip_resolve;
 pub mod proc;
 pub mod python;
 pub mod verdict_cache;

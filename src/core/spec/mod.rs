@@ -33,8 +33,15 @@ pub mod codes {
     pub const INVALID_SPEC: Code = "INVALID_SPEC";
     pub const UNPINNED_VERSION: Code = "UNPINNED_VERSION";
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
+    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (conda).
+    pub const CLOSURE_UNSUPPORTED: Code = "CLOSURE_UNSUPPORTED";
     /// Every code above.
-    pub const ALL: &[Code] = &[INVALID_SPEC, UNPINNED_VERSION, UNSAFE_VALUE];
+    pub const ALL: &[Code] = &[
+        INVALID_SPEC,
+        UNPINNED_VERSION,
+        UNSAFE_VALUE,
+        CLOSURE_UNSUPPORTED,
+    ];
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -237,6 +244,25 @@ pub struct Spec {
     pub target: Target,
     pub image: Image,
     pub run: Run,
+    /// `[lock]`: left out of the canonical JSON when default, so specs without it keep their hash.
+    #[serde(skip_serializing_if = "LockOpts::is_default")]
+    pub lock: LockOpts,
+}
+
+/// The `[lock]` section: whether the lock pins the whole closure, and from which index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LockOpts {
+    /// Resolve and record every package the environment will contain (pip side).
+    pub closure: bool,
+    /// The index the closure is resolved from (default PyPI's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+}
+
+impl LockOpts {
+    pub fn is_default(&self) -> bool {
+        *self == LockOpts::default()
+    }
 }
 
 /// The channels a source uses when the spec names none: the pytorch channel needs `nvidia` for
@@ -368,7 +394,8 @@ fn schema_hint(message: &str) -> Option<String> {
             .iter()
             .chain(raw::TARGET_KEYS)
             .chain(raw::IMAGE_KEYS)
-            .chain(raw::RUN_KEYS);
+            .chain(raw::RUN_KEYS)
+            .chain(raw::LOCK_KEYS);
         let normalized = field.replace('_', "-").to_ascii_lowercase();
         let best = all
             .map(|k| (strsim::jaro_winkler(&normalized, k), *k))

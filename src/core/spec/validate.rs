@@ -79,6 +79,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
+    let lock = lock_opts(cx, &raw.lock, source, &conda);
 
     // The spec with a given torch, when the keys resolution needs are valid.
     let with_torch = |pytorch: Version| -> Option<Spec> {
@@ -101,6 +102,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
             target,
             image: image.clone(),
             run: run.clone(),
+            lock: lock.clone(),
         })
     };
     let spec = match pytorch {
@@ -173,4 +175,44 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
         )),
     );
     None
+}
+
+/// `[lock]`: `closure` (pip side only for now) and the `index-url` the closure comes from.
+fn lock_opts(
+    cx: &mut Ctx,
+    raw: &super::raw::RawLock,
+    source: Option<super::Source>,
+    conda: &[super::CondaPkg],
+) -> super::LockOpts {
+    let closure = raw.closure.unwrap_or(false);
+    let wants_conda = source.is_some_and(|s| s.is_conda()) || !conda.is_empty();
+    if closure && wants_conda {
+        cx.err(
+            super::codes::CLOSURE_UNSUPPORTED,
+            "lock.closure",
+            "a closure lock is supported for wheel environments only (no conda source, no `conda` extras) in this version".into(),
+            Some("use `source = \"pypi\"` or `\"pytorch-index\"` with `pip` extras, or remove `closure = true`".into()),
+        );
+    }
+    let index_url = raw.index_url.as_deref().and_then(|u| {
+        if !cx.safe("lock.index-url", u) {
+            return None;
+        }
+        let local_http = ["http://127.0.0.1", "http://localhost"]
+            .iter()
+            .any(|p| u.strip_prefix(p).is_some_and(|r| r.is_empty() || r.starts_with([':', '/'])));
+        let ok = (u.starts_with("https://") || u.starts_with("file:///") || local_http)
+            && !u.contains(char::is_whitespace);
+        if !ok {
+            cx.err(
+                INVALID_SPEC,
+                "lock.index-url",
+                format!("`{u}` is not an index URL envbuild accepts"),
+                Some("use an https:// URL (http:// only for 127.0.0.1 or localhost), or file:///path".into()),
+            );
+            return None;
+        }
+        Some(u.trim_end_matches('/').to_string())
+    });
+    super::LockOpts { closure, index_url }
 }
