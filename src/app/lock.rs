@@ -209,6 +209,14 @@ pub fn attach_closure(
             crate::infra::pip_resolve::resolve(&crate::infra::pip_resolve::interpreter(), &inputs)?
         }
     };
+    // A range in the spec (`einops>=0.8`) is pinned by the closure: the lock's `packages` says
+    // which version it is.
+    for p in spec.pip.iter().filter(|p| p.is_range()) {
+        let name = crate::core::closure::canonical_name(&p.name);
+        if let Some(c) = closure.iter().find(|c| c.name == name) {
+            lock.packages.insert(p.name.clone(), c.version.clone());
+        }
+    }
     lock.closure_inputs = Some(hash);
     lock.closure = closure;
     Ok(Ok(()))

@@ -4,6 +4,7 @@
 
 mod architecture;
 mod cli;
+mod closure;
 mod doctor;
 mod import;
 mod learn;

@@ -180,6 +180,11 @@ pub struct PipPkg {
 }
 
 impl PipPkg {
+    /// A version range (`>=0.8`), allowed with `[lock] closure = true`: the closure pins it.
+    pub fn is_range(&self) -> bool {
+        self.version.starts_with(['<', '>', '=', '!', '~'])
+    }
+
     pub fn requirement(&self) -> String {
         let extras = if self.extras.is_empty() {
             String::new()
@@ -188,6 +193,9 @@ impl PipPkg {
         };
         if let Some(url) = &self.url {
             return format!("{}{extras} @ {url}", self.name);
+        }
+        if self.is_range() {
+            return format!("{}{extras}{}", self.name, self.version);
         }
         if self.extras.is_empty() {
             format!("{}=={}", self.name, self.version)
