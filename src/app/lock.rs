@@ -58,7 +58,9 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     let path = lock_path(req.spec, req.out);
     if loaded.spec.lock.closure {
         let mode = if req.locked || req.offline {
-            ClosureMode::Offline { locked: req.locked }
+            ClosureMode::Offline {
+                why: if req.locked { "--locked" } else { "--offline" },
+            }
         } else {
             ClosureMode::Resolve {
                 upgrade: req.upgrade,
@@ -137,8 +139,8 @@ pub fn stale_lock(
 pub enum ClosureMode {
     /// Reuse the closure on disk when its inputs match (unless `upgrade`), else run the resolver.
     Resolve { upgrade: bool },
-    /// Reuse only; `locked` words the refusal for `--locked`.
-    Offline { locked: bool },
+    /// Reuse only; `why` names what forbids resolving (`--offline`, `--locked`, `render`).
+    Offline { why: &'static str },
 }
 
 /// The glibc the closure is resolved for: the target's, else the table's base image's, else the
@@ -194,8 +196,7 @@ pub fn attach_closure(
     };
     let closure = match (old, mode) {
         (Some(o), _) if reuse => o.closure,
-        (_, ClosureMode::Offline { locked }) => {
-            let why = if locked { "--locked" } else { "--offline" };
+        (_, ClosureMode::Offline { why }) => {
             return Ok(Err(Diagnostic::error(
                 CLOSURE_NEEDS_RESOLUTION,
                 format!(

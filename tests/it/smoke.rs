@@ -804,6 +804,19 @@ fn the_closure_check_names_missing_extra_and_other_version_packages() {
         "{}",
         c.detail
     );
+    // The dev image allows additions (JupyterLab), not changes to the closure.
+    let allow = [("ENVBUILD_CLOSURE_EXTRAS", "allow")];
+    let r = smoke(Some("cuda-no-driver"), "cpu", expect(&closure, &[]), &allow);
+    let c = r.assert("closure", Status::Pass, "OK");
+    assert!(
+        c.detail.contains("plus 1 allowed additions"),
+        "{}",
+        c.detail
+    );
+    let mut missing = closure.clone();
+    missing.insert("envbuild-no-such-package".into(), "1.0".into());
+    let r = smoke(Some("cuda-no-driver"), "cpu", expect(&missing, &[]), &allow);
+    r.assert("closure", Status::Fail, "CLOSURE_DRIFT");
 
     // One package at another version, one not in the lock, one locked but not installed.
     let mut names = closure.keys().cloned();
