@@ -66,7 +66,7 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
                 upgrade: req.upgrade,
             }
         };
-        if let Err(d) = attach_closure(&mut lock, &loaded.spec, table, &path, mode)? {
+        if let Some(d) = attach_closure(&mut lock, &loaded.spec, table, &path, mode)? {
             diagnostics.push(d);
             return Ok(LockOutcome::Refused { diagnostics });
         }
@@ -162,14 +162,14 @@ fn target_glibc(lock: &Lock, table: &Table) -> Option<crate::core::version::Vers
 
 /// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
 /// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
-/// `Ok(Err(d))` is a refusal to report.
+/// `Ok(Some(d))` is a refusal to report.
 pub fn attach_closure(
     lock: &mut Lock,
     spec: &crate::core::spec::Spec,
     table: &Table,
     path: &Path,
     mode: ClosureMode,
-) -> Result<Result<(), Diagnostic>, Failure> {
+) -> Result<Option<Diagnostic>, Failure> {
     use crate::core::closure::{codes::CLOSURE_NEEDS_RESOLUTION, Inputs, PYPI_SIMPLE};
     let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
     let glibc = target_glibc(lock, table)
@@ -177,11 +177,10 @@ pub fn attach_closure(
     let inputs = match Inputs::of(lock, index, &glibc) {
         Ok(i) => i,
         Err(m) => {
-            return Ok(Err(Diagnostic::error(
-                crate::core::spec::codes::CLOSURE_UNSUPPORTED,
-                m,
-            )
-            .with_hint("remove `closure = true` from [lock]")))
+            return Ok(Some(
+                Diagnostic::error(crate::core::spec::codes::CLOSURE_UNSUPPORTED, m)
+                    .with_hint("remove `closure = true` from [lock]"),
+            ))
         }
     };
     let hash = inputs.hash();
@@ -197,7 +196,7 @@ pub fn attach_closure(
     let closure = match (old, mode) {
         (Some(o), _) if reuse => o.closure,
         (_, ClosureMode::Offline { why }) => {
-            return Ok(Err(Diagnostic::error(
+            return Ok(Some(Diagnostic::error(
                 CLOSURE_NEEDS_RESOLUTION,
                 format!(
                     "{} has no closure resolved from this spec's inputs (requirements, indexes, Python, platform), and {why} does not run the resolver",
@@ -220,5 +219,5 @@ pub fn attach_closure(
     }
     lock.closure_inputs = Some(hash);
     lock.closure = closure;
-    Ok(Ok(()))
+    Ok(None)
 }

@@ -49,7 +49,7 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
             if loaded.spec.lock.closure {
                 let path = super::lock_path(input, None);
                 let mode = super::lock::ClosureMode::Offline { why: "render" };
-                if let Err(d) =
+                if let Some(d) =
                     super::lock::attach_closure(&mut lock, &loaded.spec, table, &path, mode)?
                 {
                     diagnostics.push(d);
