@@ -13,7 +13,10 @@ use std::time::Duration;
 /// pip evaluates environment markers against the interpreter that runs it, not the target that
 /// `--python-version`/`--platform` describe; the shim replaces pip's vendored
 /// `packaging.markers.default_environment` with the target's markers (argv[1], JSON) before
-/// pip's own `main` runs with the remaining arguments.
+/// pip's own `main` runs with the remaining arguments. `pip install` (unlike `pip download`)
+/// also checks a candidate's Requires-Python against the running interpreter, not
+/// `--python-version` (pip 23/24 do not pass it to the resolver), which silently picks older
+/// releases for a newer target Python; the shim gives the resolver the target's version.
 const SHIM: &str = r#"import json, sys
 env = json.loads(sys.argv[1])
 try:
@@ -22,6 +25,19 @@ except ImportError:
     sys.stderr.write("envbuild: this Python has no pip (install pip >= 23)\n")
     sys.exit(3)
 markers.default_environment = lambda: dict(env)
+target = tuple(int(p) for p in env["python_full_version"].split("."))
+try:
+    from pip._internal.resolution.resolvelib import factory
+    _init = factory.Factory.__init__
+
+    def _init_for_target(self, *args, **kwargs):
+        if kwargs.get("py_version_info") is None:
+            kwargs["py_version_info"] = target
+        _init(self, *args, **kwargs)
+
+    factory.Factory.__init__ = _init_for_target
+except (ImportError, AttributeError):
+    pass
 from pip._internal.cli.main import main
 sys.exit(main(sys.argv[2:]))
 "#;

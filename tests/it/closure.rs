@@ -6,15 +6,17 @@ use crate::support::*;
 use std::fs;
 use std::path::Path;
 
-/// The made-up index: torch needs `nvidia-x` (2.0 only for glibc >= 2.34), `numpy-like` and,
-/// on Python < 3.12 only, `oldpy-shim`. The host's Python is not the target's, so the shim
-/// must appear only when the target's Python asks for it.
+/// The made-up index: torch needs `nvidia-x` (2.0 only for glibc >= 2.34), `numpy-like` (1.2
+/// only for Python >= 3.12, by its Requires-Python) and, on Python < 3.12 only, `oldpy-shim`.
+/// The host's Python (3.11 here) is not the target's, so the shim must appear, and numpy-like
+/// 1.2 must not, only when the target's Python says so.
 const WHEELS: &str = r#"[
  {"name": "torch", "version": "2.14.1",
   "requires": ["nvidia-x", "numpy-like>=1.0", "oldpy-shim; python_version < \"3.12\""]},
  {"name": "nvidia-x", "version": "1.0", "tag": "py3-none-manylinux_2_17_x86_64"},
  {"name": "nvidia-x", "version": "2.0", "tag": "py3-none-manylinux_2_34_x86_64"},
  {"name": "numpy-like", "version": "1.0"},
+ {"name": "numpy-like", "version": "1.2", "requires_python": ">=3.12"},
  {"name": "oldpy-shim", "version": "1.0"},
  {"name": "einops-like", "version": "0.8.0"},
  {"name": "einops-like", "version": "0.9.0"}
@@ -89,12 +91,12 @@ fn the_closure_is_resolved_for_the_target_with_hashes() {
     );
     let out = lock_in(work.path(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    // glibc 2.28 cannot take nvidia-x 2.0 (manylinux_2_34); Python 3.13 needs no oldpy-shim,
-    // whatever Python runs pip here.
+    // glibc 2.28 cannot take nvidia-x 2.0 (manylinux_2_34); Python 3.13 needs no oldpy-shim
+    // and can take numpy-like 1.2, whatever Python runs pip here.
     assert_eq!(
         closure_of(work.path()),
         pairs(&[
-            ("numpy-like", "1.0"),
+            ("numpy-like", "1.2"),
             ("nvidia-x", "1.0"),
             ("torch", "2.14.1")
         ])
@@ -150,7 +152,7 @@ fn an_unchanged_closure_is_reused_offline_and_upgrade_re_resolves() {
 
     // A newer numpy-like appears; the index then disappears: re-locking reuses the closure
     // on disk without reading the index, byte for byte, and so do --offline and --locked.
-    add_wheels(idx.path(), r#"[{"name": "numpy-like", "version": "1.1"}]"#);
+    add_wheels(idx.path(), r#"[{"name": "numpy-like", "version": "1.3"}]"#);
     let moved = tempdir();
     let gone = moved.path().join("index");
     fs::rename(idx.path(), &gone).unwrap();
@@ -171,7 +173,7 @@ fn an_unchanged_closure_is_reused_offline_and_upgrade_re_resolves() {
     fs::rename(&gone, idx.path()).unwrap();
     let out = lock_in(work.path(), &["--upgrade"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(closure_of(work.path()).contains(&("numpy-like".to_string(), "1.1".to_string())));
+    assert!(closure_of(work.path()).contains(&("numpy-like".to_string(), "1.3".to_string())));
 }
 
 #[test]
