@@ -4,10 +4,11 @@
 # torchvision 0.29.1, einops>=0.8 for CPython 3.13 on x86_64 glibc 2.36) it times, RUNS times
 # each, alternating:
 #   envbuild  `envbuild lock --upgrade` (a fresh resolution: pip with the target's markers)
-#   pip       `pip install --dry-run --report` with the same target flags (no marker shim)
+#   pip       `pip install --dry-run --report` with the same target flags (no shim: markers and
+#             Requires-Python are then the running interpreter's, which can pick other versions)
 #   uv        `uv pip compile --generate-hashes` for x86_64-manylinux_2_36, Python 3.13
 #   reuse     `envbuild lock` with the closure unchanged (no network)
-# and prints the package counts. UV names a uv binary (e.g. in a throwaway venv:
+# and prints the package counts and whether the three chose the same versions. UV names a uv binary (e.g. in a throwaway venv:
 # `python3 -m venv /tmp/uvenv && /tmp/uvenv/bin/pip install uv`). Caches (pip's, uv's) are
 # warm after the first run of each; the figures are medians.
 set -euo pipefail
@@ -36,4 +37,14 @@ for i in $(seq "$RUNS"); do
 done
 med() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for k in envbuild pip uv reuse; do printf '%-9s median %8.3f s  (runs: %s)\n' "$k" "$(echo "${times[$k]}" | med)" "${times[$k]}"; done
-echo "packages: envbuild $(grep -c '^\[\[closure\]\]' "$WORK/envbuild.lock"), pip $(python3 -c "import json;print(len(json.load(open('$WORK/pip.json'))['install']))"), uv $(grep -c '^[a-z0-9]' "$WORK/uv.txt")"
+python3 - "$WORK" <<'PY'
+import json, re, sys, tomllib
+w = sys.argv[1]
+canon = lambda n: re.sub(r"[-_.]+", "-", n).lower()
+env = {f"{c['name']}=={c['version']}" for c in tomllib.load(open(f"{w}/envbuild.lock", "rb"))["closure"]}
+pip = {f"{canon(i['metadata']['name'])}=={i['metadata']['version']}" for i in json.load(open(f"{w}/pip.json"))["install"]}
+uv = {l.split()[0] for l in open(f"{w}/uv.txt") if re.match(r"[a-z0-9]", l)}
+print(f"packages: envbuild {len(env)}, pip {len(pip)}, uv {len(uv)}")
+print("envbuild vs uv:", "same" if env == uv else sorted(env ^ uv))
+print("envbuild vs plain pip:", "same" if env == pip else sorted(env ^ pip))
+PY
