@@ -103,6 +103,7 @@ pub fn check_lock(table: &Table, spec: &Path, update_lock: bool) -> Result<LockC
         out: None,
         locked: !update_lock,
         upgrade: false,
+        upgrade_packages: &[],
         offline: false,
     };
     Ok(match lock(table, &req)? {

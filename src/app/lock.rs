@@ -18,6 +18,9 @@ pub struct LockRequest<'a> {
     pub locked: bool,
     /// Re-resolve the closure even when its inputs did not change.
     pub upgrade: bool,
+    /// Re-resolve the closure letting only these packages move (the rest keep the lock's
+    /// versions, as pip constraints).
+    pub upgrade_packages: &'a [String],
     /// Never run the closure resolver (no network): reuse the closure on disk or fail.
     pub offline: bool,
 }
@@ -64,6 +67,7 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         } else {
             ClosureMode::Resolve {
                 upgrade: req.upgrade,
+                upgrade_packages: req.upgrade_packages,
             }
         };
         if let Some(d) = attach_closure(&mut lock, &loaded.spec, table, &path, mode)? {
@@ -136,9 +140,14 @@ pub fn stale_lock(
 
 /// How the closure of a lock may be obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClosureMode {
-    /// Reuse the closure on disk when its inputs match (unless `upgrade`), else run the resolver.
-    Resolve { upgrade: bool },
+pub enum ClosureMode<'a> {
+    /// Reuse the closure on disk when its inputs match (unless `upgrade` or `upgrade_packages`),
+    /// else run the resolver; with `upgrade_packages`, every other package of the closure on
+    /// disk is held at its version.
+    Resolve {
+        upgrade: bool,
+        upgrade_packages: &'a [String],
+    },
     /// Reuse only; `why` names what forbids resolving (`--offline`, `--locked`, `render`).
     Offline { why: &'static str },
 }
@@ -168,7 +177,7 @@ pub fn attach_closure(
     spec: &crate::core::spec::Spec,
     table: &Table,
     path: &Path,
-    mode: ClosureMode,
+    mode: ClosureMode<'_>,
 ) -> Result<Option<Diagnostic>, Failure> {
     use crate::core::closure::{codes::CLOSURE_NEEDS_RESOLUTION, Inputs, PYPI_SIMPLE};
     let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
@@ -185,12 +194,22 @@ pub fn attach_closure(
     };
     let hash = inputs.hash();
     // A lock on disk that cannot be read is resolved afresh (its closure cannot be trusted).
-    let old = std::fs::read_to_string(path)
+    let on_disk = std::fs::read_to_string(path)
         .ok()
-        .and_then(|t| Lock::from_toml(&t).ok())
+        .and_then(|t| Lock::from_toml(&t).ok());
+    let constraints = match mode {
+        ClosureMode::Resolve {
+            upgrade_packages, ..
+        } if !upgrade_packages.is_empty() => held_back(on_disk.as_ref(), upgrade_packages)?,
+        _ => Vec::new(),
+    };
+    let old = on_disk
         .filter(|o| o.closure_inputs.as_deref() == Some(hash.as_str()) && !o.closure.is_empty());
     let reuse = match mode {
-        ClosureMode::Resolve { upgrade } => !upgrade,
+        ClosureMode::Resolve {
+            upgrade,
+            upgrade_packages,
+        } => !upgrade && upgrade_packages.is_empty(),
         ClosureMode::Offline { .. } => true,
     };
     let closure = match (old, mode) {
@@ -205,9 +224,11 @@ pub fn attach_closure(
             )
             .with_hint("run `envbuild lock` (it resolves the closure with pip, on the network) and commit the lock")));
         }
-        _ => {
-            crate::infra::pip_resolve::resolve(&crate::infra::pip_resolve::interpreter(), &inputs)?
-        }
+        _ => crate::infra::pip_resolve::resolve(
+            &crate::infra::pip_resolve::interpreter(),
+            &inputs,
+            &constraints,
+        )?,
     };
     // A range in the spec (`einops>=0.8`) is pinned by the closure: the lock's `packages` says
     // which version it is.
@@ -220,4 +241,26 @@ pub fn attach_closure(
     lock.closure_inputs = Some(hash);
     lock.closure = closure;
     Ok(None)
+}
+
+/// `--upgrade-package`: pip constraints holding every package of the lock on disk at its
+/// version except `names`, each of which must be in that closure.
+fn held_back(on_disk: Option<&Lock>, names: &[String]) -> Result<Vec<String>, Failure> {
+    use crate::core::closure::canonical_name;
+    let closure = on_disk.map(|l| l.closure.as_slice()).unwrap_or_default();
+    let names: Vec<String> = names.iter().map(|n| canonical_name(n)).collect();
+    if let Some(n) = names
+        .iter()
+        .find(|n| !closure.iter().any(|p| &p.name == *n))
+    {
+        return Err(Failure::usage(
+            format!("--upgrade-package {n}: `{n}` is not in the lock's closure"),
+            Some("name a package of the closure, or use --upgrade to re-resolve everything".into()),
+        ));
+    }
+    Ok(closure
+        .iter()
+        .filter(|p| !names.contains(&p.name))
+        .map(|p| format!("{}=={}", p.name, p.version))
+        .collect())
 }

@@ -99,8 +99,13 @@ fn failed(message: String, hint: &str) -> Failure {
     Failure::one(Diagnostic::error(codes::CLOSURE_RESOLVE_FAILED, message).with_hint(hint))
 }
 
-/// Resolve the closure of `inputs` with `python`'s pip.
-pub fn resolve(python: &str, inputs: &Inputs) -> Result<Vec<ClosurePkg>, Failure> {
+/// Resolve the closure of `inputs` with `python`'s pip, holding packages to `constraints`
+/// (`name==version` lines; `--upgrade-package` holds everything else).
+pub fn resolve(
+    python: &str,
+    inputs: &Inputs,
+    constraints: &[String],
+) -> Result<Vec<ClosurePkg>, Failure> {
     let dir = tempfile::tempdir().map_err(|e| Failure::io(Path::new("<temp dir>"), &e))?;
     let reqs = dir.path().join("requirements.in");
     let report = dir.path().join("report.json");
@@ -109,11 +114,18 @@ pub fn resolve(python: &str, inputs: &Inputs) -> Result<Vec<ClosurePkg>, Failure
     text.push('\n');
     std::fs::write(&reqs, text).map_err(|e| Failure::io(&reqs, &e))?;
     std::fs::write(&shim, SHIM).map_err(|e| Failure::io(&shim, &e))?;
+    let mut extra = Vec::new();
+    if !constraints.is_empty() {
+        let c = dir.path().join("constraints.txt");
+        std::fs::write(&c, constraints.join("\n") + "\n").map_err(|e| Failure::io(&c, &e))?;
+        extra = vec!["-c".to_string(), c.display().to_string()];
+    }
     let markers = serde_json::to_string(&inputs.markers).unwrap_or_default();
     let mut cmd = Command::new(python);
     cmd.arg(&shim)
         .arg(markers)
         .args(pip_args(inputs, &reqs, &report, &dir.path().join("target")))
+        .args(extra)
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let hint = "the closure is resolved on this machine with Python 3 and pip >= 23 (`ENVBUILD_PYTHON` names another interpreter), from the lock's indexes";
     match proc::run_with_timeout(cmd, TIMEOUT) {

@@ -177,6 +177,47 @@ fn an_unchanged_closure_is_reused_offline_and_upgrade_re_resolves() {
 }
 
 #[test]
+fn upgrade_package_moves_only_the_packages_named() {
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &closure_spec("c5", "3.13", "2.28", idx.path(), ""),
+    );
+    assert_eq!(lock_in(work.path(), &[]).status.code(), Some(0));
+    add_wheels(
+        idx.path(),
+        r#"[{"name": "numpy-like", "version": "1.3"},
+            {"name": "nvidia-x", "version": "1.5", "tag": "py3-none-manylinux_2_17_x86_64"}]"#,
+    );
+    let out = lock_in(work.path(), &["--upgrade-package", "Numpy_Like"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        closure_of(work.path()),
+        pairs(&[
+            ("numpy-like", "1.3"),
+            ("nvidia-x", "1.0"),
+            ("torch", "2.14.1")
+        ])
+    );
+    let out = lock_in(work.path(), &["--upgrade-package", "no-such-package"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("`no-such-package` is not in the lock's closure"));
+    let out = lock_in(work.path(), &["--upgrade"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        closure_of(work.path()),
+        pairs(&[
+            ("numpy-like", "1.3"),
+            ("nvidia-x", "1.5"),
+            ("torch", "2.14.1")
+        ])
+    );
+}
+
+#[test]
 fn changed_inputs_need_a_resolution_under_locked_and_offline() {
     let idx = tempdir();
     add_wheels(idx.path(), WHEELS);
