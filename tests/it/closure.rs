@@ -319,6 +319,29 @@ fn a_closure_renders_hashed_requirements_that_a_label_does_not_change() {
         assert!(docker.contains("pip install --no-cache-dir --no-deps --require-hashes -r"));
         let env = fs::read_to_string(work.path().join("r/environment.yml")).unwrap();
         assert!(env.contains("--hash=sha256:"), "{env}");
+        // pylock.toml (PEP 751) carries the same packages, each with its file and hash.
+        let pylock: toml::Table = fs::read_to_string(work.path().join("r/pylock.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(pylock["lock-version"].as_str(), Some("1.0"));
+        assert_eq!(pylock["requires-python"].as_str(), Some("==3.13.*"));
+        let names: Vec<&str> = pylock["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["numpy-like", "nvidia-x", "torch"]);
+        let torch = &pylock["packages"].as_array().unwrap()[2];
+        assert!(torch["wheels"][0]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/files/torch-2.14.1-py3-none-any.whl"));
+        assert_eq!(
+            torch["wheels"][0]["hashes"]["sha256"].as_str(),
+            Some(sha256_file(&idx.path().join("files/torch-2.14.1-py3-none-any.whl")).as_str())
+        );
         // Rendering the spec takes the closure from the lock beside it, never resolving.
         let out = envbuild()
             .current_dir(work.path())
