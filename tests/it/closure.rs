@@ -277,22 +277,22 @@ fn ranges_need_a_closure_and_conda_closures_are_refused() {
         "{}",
         stderr_of(&out)
     );
-    let spec = closure_spec(
-        "c4",
-        "3.13",
-        "2.28",
-        idx.path(),
-        "conda = [\"pandas=2.2.3\"]",
-    );
-    write(work.path(), "envbuild.toml", &spec);
-    let out = lock_in(work.path(), &[]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr_of(&out).contains("CLOSURE_UNSUPPORTED"),
-        "{}",
-        stderr_of(&out)
-    );
-    assert!(!work.path().join("envbuild.lock").exists());
+    for (extra, image) in [
+        ("conda = [\"pandas=2.2.3\"]", ""),
+        ("", "\n[image]\nbase-provides = [\"torch\"]\n"),
+        ("", "\n[image]\nwheels = \"wheels\"\n"),
+    ] {
+        let spec = closure_spec("c4", "3.13", "2.28", idx.path(), extra) + image;
+        write(work.path(), "envbuild.toml", &spec);
+        let out = lock_in(work.path(), &[]);
+        assert_eq!(out.status.code(), Some(1), "{spec}");
+        assert!(
+            stderr_of(&out).contains("CLOSURE_UNSUPPORTED"),
+            "{spec}: {}",
+            stderr_of(&out)
+        );
+        assert!(!work.path().join("envbuild.lock").exists());
+    }
 }
 
 #[test]

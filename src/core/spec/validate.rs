@@ -79,7 +79,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
-    let lock = lock_opts(cx, &raw.lock, source, &conda);
+    let lock = lock_opts(cx, &raw, source, &conda);
 
     // The spec with a given torch, when the keys resolution needs are valid.
     let with_torch = |pytorch: Version| -> Option<Spec> {
@@ -180,10 +180,11 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
 /// `[lock]`: `closure` (pip side only for now) and the `index-url` the closure comes from.
 fn lock_opts(
     cx: &mut Ctx,
-    raw: &super::raw::RawLock,
+    spec: &RawSpec,
     source: Option<super::Source>,
     conda: &[super::CondaPkg],
 ) -> super::LockOpts {
+    let raw = &spec.lock;
     let closure = raw.closure.unwrap_or(false);
     let wants_conda = source.is_some_and(|s| s.is_conda()) || !conda.is_empty();
     if closure && wants_conda {
@@ -192,6 +193,22 @@ fn lock_opts(
             "lock.closure",
             "a closure lock is supported for wheel environments only (no conda source, no `conda` extras) in this version".into(),
             Some("use `source = \"pypi\"` or `\"pytorch-index\"` with `pip` extras, or remove `closure = true`".into()),
+        );
+    }
+    // Packages the lock does not resolve would sit beside the closure, unlocked and unchecked.
+    let beside = [
+        (
+            "[image] base-provides",
+            !spec.image.base_provides.is_empty(),
+        ),
+        ("[image] wheels", spec.image.wheels.is_some()),
+    ];
+    for (key, _) in beside.iter().filter(|(_, set)| closure && *set) {
+        cx.err(
+            super::codes::CLOSURE_UNSUPPORTED,
+            "lock.closure",
+            format!("a closure lock cannot include what {key} installs outside it in this version"),
+            Some(format!("remove {key}, or remove `closure = true`")),
         );
     }
     let index_url = raw.index_url.as_deref().and_then(|u| {
