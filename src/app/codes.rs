@@ -14,6 +14,7 @@ pub const LOCK_MISSING: Code = "LOCK_MISSING";
 pub fn all() -> Vec<&'static str> {
     let mut v = vec![OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING];
     v.push(crate::core::lock::INVALID_LOCK);
+    v.extend_from_slice(crate::core::closure::codes::ALL);
     v.extend_from_slice(crate::core::diag::codes::ALL);
     v.extend_from_slice(crate::core::spec::codes::ALL);
     v.extend_from_slice(crate::core::import::codes::ALL);

@@ -135,6 +135,9 @@ pub fn check_lock(table: &Table, spec: &Path, update_lock: bool) -> Result<LockC
         spec,
         out: None,
         locked: !update_lock,
+        upgrade: false,
+        upgrade_packages: &[],
+        offline: false,
     };
     Ok(match lock(table, &req)? {
         LockOutcome::Refused { mut diagnostics } => {

@@ -16,6 +16,13 @@ pub struct LockRequest<'a> {
     pub out: Option<&'a Path>,
     /// Check only: fail when the lock on disk would change.
     pub locked: bool,
+    /// Re-resolve the closure even when its inputs did not change.
+    pub upgrade: bool,
+    /// Re-resolve the closure letting only these packages move (the rest keep the lock's
+    /// versions, as pip constraints).
+    pub upgrade_packages: &'a [String],
+    /// Never run the closure resolver (no network): reuse the closure on disk or fail.
+    pub offline: bool,
 }
 
 /// How a lock run ended. Every variant carries every diagnostic (warnings included).
@@ -45,16 +52,32 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     };
     let res = resolve_loaded(&loaded, table);
     let mut diagnostics = res.diagnostics;
-    let Some(lock) = res
+    let Some(mut lock) = res
         .lock
         .filter(|_| !diagnostics.iter().any(Diagnostic::is_error))
     else {
         return Ok(LockOutcome::Refused { diagnostics });
     };
+    let path = lock_path(req.spec, req.out);
+    if loaded.spec.lock.closure {
+        let mode = if req.locked || req.offline {
+            ClosureMode::Offline {
+                why: if req.locked { "--locked" } else { "--offline" },
+            }
+        } else {
+            ClosureMode::Resolve {
+                upgrade: req.upgrade,
+                upgrade_packages: req.upgrade_packages,
+            }
+        };
+        if let Some(d) = attach_closure(&mut lock, &loaded.spec, table, &path, mode)? {
+            diagnostics.push(d);
+            return Ok(LockOutcome::Refused { diagnostics });
+        }
+    }
     let text = lock
         .to_toml()
         .map_err(|e| Failure::bug(format!("cannot serialise the lock: {e}")))?;
-    let path = lock_path(req.spec, req.out);
     if req.locked {
         let fix = "run `envbuild lock` and commit the new lock";
         return Ok(match stale_lock(&path, &text, fix)? {
@@ -84,8 +107,9 @@ pub fn stale_lock(
     text: &str,
     fix: &str,
 ) -> Result<Option<Diagnostic>, Failure> {
-    let old = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    // The bounded reader: a lock path that is a FIFO or a link to /dev/zero is refused, not read.
+    let old = match std::fs::symlink_metadata(path) {
+        Ok(_) => crate::infra::fs::read_text(path, crate::infra::fs::Input::Lock)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(Some(
                 Diagnostic::error(
@@ -116,4 +140,131 @@ pub fn stale_lock(
         )
         .with_hint(fix.to_string()),
     ))
+}
+
+/// How the closure of a lock may be obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosureMode<'a> {
+    /// Reuse the closure on disk when its inputs match (unless `upgrade` or `upgrade_packages`),
+    /// else run the resolver; with `upgrade_packages`, every other package of the closure on
+    /// disk is held at its version.
+    Resolve {
+        upgrade: bool,
+        upgrade_packages: &'a [String],
+    },
+    /// Reuse only; `why` names what forbids resolving (`--offline`, `--locked`, `render`).
+    Offline { why: &'static str },
+}
+
+/// The glibc the closure is resolved for: the target's, else the table's base image's, else the
+/// build's floor (a base image the table does not know).
+fn target_glibc(lock: &Lock, table: &Table) -> Option<crate::core::version::Version> {
+    let v = |s: &str| crate::core::version::Version::parse(s);
+    lock.glibc_target
+        .as_deref()
+        .and_then(v)
+        .or_else(|| {
+            table
+                .base_image
+                .iter()
+                .find(|r| r.image == lock.image.base)
+                .map(|r| r.glibc.clone())
+        })
+        .or_else(|| v(&lock.glibc_min))
+}
+
+/// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
+/// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
+/// `Ok(Some(d))` is a refusal to report.
+pub fn attach_closure(
+    lock: &mut Lock,
+    spec: &crate::core::spec::Spec,
+    table: &Table,
+    path: &Path,
+    mode: ClosureMode<'_>,
+) -> Result<Option<Diagnostic>, Failure> {
+    use crate::core::closure::{codes::CLOSURE_NEEDS_RESOLUTION, Inputs, PYPI_SIMPLE};
+    let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
+    let glibc = target_glibc(lock, table)
+        .ok_or_else(|| Failure::bug("the lock's glibc is not a version".to_string()))?;
+    let inputs = match Inputs::of(lock, index, &glibc) {
+        Ok(i) => i,
+        Err(m) => {
+            return Ok(Some(
+                Diagnostic::error(crate::core::spec::codes::CLOSURE_UNSUPPORTED, m)
+                    .with_hint("remove `closure = true` from [lock]"),
+            ))
+        }
+    };
+    let hash = inputs.hash();
+    // A lock on disk that cannot be read is resolved afresh (its closure cannot be trusted).
+    let on_disk = crate::infra::fs::read_text(path, crate::infra::fs::Input::Lock)
+        .ok()
+        .and_then(|t| Lock::from_toml(&t).ok());
+    let constraints = match mode {
+        ClosureMode::Resolve {
+            upgrade_packages, ..
+        } if !upgrade_packages.is_empty() => held_back(on_disk.as_ref(), upgrade_packages)?,
+        _ => Vec::new(),
+    };
+    let old = on_disk
+        .filter(|o| o.closure_inputs.as_deref() == Some(hash.as_str()) && !o.closure.is_empty());
+    let reuse = match mode {
+        ClosureMode::Resolve {
+            upgrade,
+            upgrade_packages,
+        } => !upgrade && upgrade_packages.is_empty(),
+        ClosureMode::Offline { .. } => true,
+    };
+    let closure = match (old, mode) {
+        (Some(o), _) if reuse => o.closure,
+        (_, ClosureMode::Offline { why }) => {
+            return Ok(Some(Diagnostic::error(
+                CLOSURE_NEEDS_RESOLUTION,
+                format!(
+                    "{} has no closure resolved from this spec's inputs (requirements, indexes, Python, platform), and {why} does not run the resolver",
+                    crate::core::diag::shown(path)
+                ),
+            )
+            .with_hint("run `envbuild lock` (it resolves the closure with pip, on the network) and commit the lock")));
+        }
+        _ => crate::infra::pip_resolve::resolve(
+            &crate::infra::pip_resolve::interpreter(),
+            &inputs,
+            &constraints,
+        )?,
+    };
+    // A range in the spec (`einops>=0.8`) is pinned by the closure: the lock's `packages` says
+    // which version it is.
+    for p in spec.pip.iter().filter(|p| p.is_range()) {
+        let name = crate::core::closure::canonical_name(&p.name);
+        if let Some(c) = closure.iter().find(|c| c.name == name) {
+            lock.packages.insert(p.name.clone(), c.version.clone());
+        }
+    }
+    lock.closure_inputs = Some(hash);
+    lock.closure = closure;
+    Ok(None)
+}
+
+/// `--upgrade-package`: pip constraints holding every package of the lock on disk at its
+/// version except `names`, each of which must be in that closure.
+fn held_back(on_disk: Option<&Lock>, names: &[String]) -> Result<Vec<String>, Failure> {
+    use crate::core::closure::canonical_name;
+    let closure = on_disk.map(|l| l.closure.as_slice()).unwrap_or_default();
+    let names: Vec<String> = names.iter().map(|n| canonical_name(n)).collect();
+    if let Some(n) = names
+        .iter()
+        .find(|n| !closure.iter().any(|p| &p.name == *n))
+    {
+        return Err(Failure::usage(
+            format!("--upgrade-package {n}: `{n}` is not in the lock's closure"),
+            Some("name a package of the closure, or use --upgrade to re-resolve everything".into()),
+        ));
+    }
+    Ok(closure
+        .iter()
+        .filter(|p| !names.contains(&p.name))
+        .map(|p| format!("{}=={}", p.name, p.version))
+        .collect())
 }

@@ -41,12 +41,27 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
         Err(diags) => return Ok(LockFor::Refused(diags)),
     };
     let res = resolve_loaded(&loaded, table);
+    let mut diagnostics = res.diagnostics;
     Ok(match res.lock {
-        Some(lock) if !res.diagnostics.iter().any(Diagnostic::is_error) => LockFor::Ready {
-            lock: Box::new(lock),
-            warnings: res.diagnostics,
-        },
-        _ => LockFor::Refused(res.diagnostics),
+        Some(mut lock) if !diagnostics.iter().any(Diagnostic::is_error) => {
+            // A closure is never resolved while rendering: it comes from the lock beside the
+            // spec, when that was resolved from the same inputs.
+            if loaded.spec.lock.closure {
+                let path = super::lock_path(input, None);
+                let mode = super::lock::ClosureMode::Offline { why: "render" };
+                if let Some(d) =
+                    super::lock::attach_closure(&mut lock, &loaded.spec, table, &path, mode)?
+                {
+                    diagnostics.push(d);
+                    return Ok(LockFor::Refused(diagnostics));
+                }
+            }
+            LockFor::Ready {
+                lock: Box::new(lock),
+                warnings: diagnostics,
+            }
+        }
+        _ => LockFor::Refused(diagnostics),
     })
 }
 

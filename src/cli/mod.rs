@@ -77,6 +77,16 @@ pub struct LockArgs {
     /// Do not write: exit 1, naming what would change, when the lock on disk is stale.
     #[arg(long)]
     pub locked: bool,
+    /// `[lock] closure = true`: re-resolve the closure even when its inputs did not change.
+    #[arg(long, conflicts_with_all = ["locked", "offline"])]
+    pub upgrade: bool,
+    /// `[lock] closure = true`: re-resolve letting only NAME move (repeatable); every other
+    /// package keeps the lock's version.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["locked", "offline", "upgrade"])]
+    pub upgrade_package: Vec<String>,
+    /// Never run the closure resolver (no network): reuse the closure on disk or fail.
+    #[arg(long)]
+    pub offline: bool,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,

@@ -44,6 +44,9 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
         spec: &args.spec,
         out: args.out.as_deref(),
         locked: args.locked,
+        upgrade: args.upgrade,
+        upgrade_packages: &args.upgrade_package,
+        offline: args.offline,
     };
     match lock(table, &req)? {
         LockOutcome::Refused { diagnostics } => {

@@ -41,6 +41,16 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
         arch_list,
         python: lock.packages.get("python").cloned(),
         packages,
+        closure: lock
+            .closure
+            .iter()
+            .map(|p| (p.name.clone(), p.version.clone()))
+            .collect(),
+        closure_ignore: if lock.closure.is_empty() {
+            Vec::new()
+        } else {
+            lock.image.base_provides.clone()
+        },
         min_shm_bytes: parse_size(&lock.image.shm_size).ok().map(|s| s.bytes),
         target_ccs: lock.gpus.iter().map(|g| g.cc.clone()).collect(),
         unconfirmed,

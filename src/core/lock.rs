@@ -169,6 +169,28 @@ pub struct Lock {
     /// Why envbuild added or chose something the spec did not say (e.g. a NumPy 1.x pin).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// sha256 of exactly what the closure's resolution depended on (`core::closure::Inputs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closure_inputs: Option<String>,
+    /// Every package the environment contains, sorted by name (`[lock] closure = true`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closure: Vec<ClosurePkg>,
+}
+
+/// One package of the closure: exactly what gets installed, and its hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClosurePkg {
+    /// Canonical (PEP 503) name.
+    pub name: String,
+    pub version: String,
+    /// `pip` (conda entries come later).
+    pub kind: String,
+    /// The file resolved for the target.
+    pub url: String,
+    /// The index it came from.
+    pub index: String,
+    pub sha256: String,
 }
 
 impl Lock {

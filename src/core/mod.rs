@@ -3,6 +3,7 @@
 //! touches a file, a process, the clock, tokio or bollard; callers pass text in and get values
 //! out, so tests drive it with values.
 
+pub mod closure;
 pub mod compat;
 pub mod diag;
 pub mod doctor;

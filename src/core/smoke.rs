@@ -50,6 +50,13 @@ pub struct Expectations {
     /// Other packages whose installed version must match (`torchvision`, `numpy`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub packages: BTreeMap<String, String>,
+    /// The lock's closure (canonical name -> version): the image must hold exactly these
+    /// distributions (`CLOSURE_DRIFT` otherwise).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub closure: BTreeMap<String, String>,
+    /// Distributions the image may hold beside the closure (the base image's, `base-provides`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub closure_ignore: Vec<String>,
     /// Shared memory the DataLoader workers need, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_shm_bytes: Option<u64>,

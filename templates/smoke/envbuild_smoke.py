@@ -215,6 +215,12 @@ def load_expectations(path):
     pkgs = data.get("packages", {})
     if not isinstance(pkgs, dict) or not all(isinstance(v, str) for v in pkgs.values()):
         raise UsageError("expectation 'packages' must map names to version strings")
+    closure = data.get("closure", {})
+    if not isinstance(closure, dict) or not all(isinstance(v, str) for v in closure.values()):
+        raise UsageError("expectation 'closure' must map names to version strings")
+    ignore = data.get("closure_ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(v, str) for v in ignore):
+        raise UsageError("expectation 'closure_ignore' must be a list of names")
     shm = data.get("min_shm_bytes")
     if shm is not None and (not isinstance(shm, int) or isinstance(shm, bool) or shm < 0):
         raise UsageError("expectation 'min_shm_bytes' must be a non-negative integer")
@@ -803,6 +809,64 @@ def check_packages(report, expect):
         compare_version(report, check, name, actual, want, soft=soft)
 
 
+def canonical_name(name):
+    """PEP 503: lowercase, runs of `-_.` become one `-`."""
+    return re.sub(r"[-_.]+", "-", str(name)).lower()
+
+
+def installed_distributions():
+    """Canonical name -> version of every distribution this interpreter sees (the first one on
+    sys.path wins, as for imports), or None when importlib.metadata is missing (Python < 3.8)."""
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    found = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"] if dist.metadata else None
+        if name:
+            found.setdefault(canonical_name(name), dist.version)
+    return found
+
+
+# The installer a base image brings is not part of the environment: never "extra".
+BASE_TOOLS = ("pip", "setuptools", "wheel")
+
+
+def check_closure(report, expect):
+    """The image holds exactly the lock's closure: every locked package at its version, and
+    nothing else (the base image's pip/setuptools/wheel and `closure_ignore` aside)."""
+    closure = dict((canonical_name(k), v) for k, v in (expect.get("closure") or {}).items())
+    if not closure:
+        return
+    installed = installed_distributions()
+    if installed is None:
+        report.skip("closure", "NOT_PRESENT", "importlib.metadata is missing (Python < 3.8)")
+        return
+    ignore = set(BASE_TOOLS) | set(canonical_name(n) for n in expect.get("closure_ignore") or [])
+    problems = []
+    for name in sorted(closure):
+        have = installed.get(name)
+        if have is None:
+            problems.append("%s %s missing" % (name, closure[name]))
+        elif have != closure[name]:
+            problems.append("%s is %s, the lock has %s" % (name, have, closure[name]))
+    extras = ["%s %s" % (name, installed[name]) for name in sorted(installed)
+              if name not in closure and name not in ignore]
+    # The dev image adds JupyterLab (constrained to the lock) on top of the closure.
+    extras_allowed = os.environ.get("ENVBUILD_CLOSURE_EXTRAS") == "allow"
+    if not extras_allowed:
+        problems.extend("%s is not in the lock" % e for e in extras)
+    if problems:
+        report.add("closure", "fail", "CLOSURE_DRIFT",
+                   "the installed packages differ from the lock's closure: "
+                   + "; ".join(problems), True)
+    else:
+        report.ok("closure", "the %d installed packages are exactly the lock's closure%s"
+                  % (len(closure), " (plus %d allowed additions)" % len(extras)
+                     if extras else ""))
+
+
 def check_shm(report, expect):
     want = expect.get("min_shm_bytes")
     try:
@@ -1382,6 +1446,7 @@ def run_checks(report, opts, expect):
                      "nccl_version", "cuda_available"):
             report.skip(name, "NO_TORCH", "torch could not be imported")
         guarded(report, "packages", check_packages, report, expect)
+        guarded(report, "closure", check_closure, report, expect)
         skip_gpu_checks(report, "NO_TORCH", "torch could not be imported")
         return
     version = guarded(report, "torch_version", check_torch_version, report, torch, expect)
@@ -1391,6 +1456,7 @@ def run_checks(report, opts, expect):
     guarded(report, "cudnn_version", check_cudnn, report, torch, expect, is_cuda)
     guarded(report, "nccl_version", check_nccl, report, torch, expect, is_cuda)
     guarded(report, "packages", check_packages, report, expect)
+    guarded(report, "closure", check_closure, report, expect)
     usable = guarded(report, "cuda_available", check_cuda_available, report, torch, mode,
                      is_cuda)
     if mode == "cpu":

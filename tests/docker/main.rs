@@ -34,6 +34,7 @@ mod engine_support;
 mod support;
 
 mod bench;
+mod closure;
 mod docker;
 mod learn;
 mod push;
@@ -154,5 +155,6 @@ fn main() {
     all.extend(bench::trials());
     all.extend(learn::trials());
     all.extend(push::trials());
+    all.extend(closure::trials());
     libtest_mimic::run(&args, all).exit();
 }

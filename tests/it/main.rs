@@ -5,6 +5,7 @@
 mod architecture;
 mod children;
 mod cli;
+mod closure;
 mod confinement;
 mod doctor;
 mod engine_faults;

@@ -37,6 +37,9 @@ fn specs() -> Vec<(String, String)> {
                 std::fs::read_to_string(&p).unwrap(),
             )
         })
+        // A closure spec's ranges are pinned only by its resolved closure (pip, the network);
+        // tests/it/closure.rs locks and renders those against a made-up index.
+        .filter(|(_, text)| !text.contains("closure = true"))
         .collect();
     out.sort();
     out.push((

@@ -760,3 +760,87 @@ fn unconfirmed_lock_facts_and_unused_ptx_only_warn() {
     assert!(c.detail.contains("compute_90"), "{}", c.detail);
     unsure.assert("matmul", Status::Pass, "OK");
 }
+
+/// What this machine's python3 has installed (canonical name -> version), as the script sees it.
+fn host_distributions() -> std::collections::BTreeMap<String, String> {
+    let code = "import json, re\nfrom importlib import metadata\nd = {}\n\
+                for x in metadata.distributions():\n    \
+                n = x.metadata['Name'] if x.metadata else None\n    \
+                if n: d.setdefault(re.sub(r'[-_.]+', '-', n).lower(), x.version)\n\
+                print(json.dumps(d))\n";
+    let out = std::process::Command::new("python3")
+        .args(["-c", code])
+        .output()
+        .expect("python3");
+    serde_json::from_slice(&out.stdout).expect("distributions as JSON")
+}
+
+#[test]
+fn the_closure_check_names_missing_extra_and_other_version_packages() {
+    let mut closure = host_distributions();
+    for tool in ["pip", "setuptools", "wheel"] {
+        closure.remove(tool);
+    }
+    assert!(
+        closure.len() >= 2,
+        "the host Python needs two packages besides pip: {closure:?}"
+    );
+    // The stand-in torch is a distribution too: declared as the base image's (`closure_ignore`),
+    // it is not extra; undeclared, it is.
+    let expect = |c: &std::collections::BTreeMap<String, String>, ignore: &[&str]| {
+        Some(serde_json::json!({"closure": c, "closure_ignore": ignore}))
+    };
+    let r = smoke(
+        Some("cuda-no-driver"),
+        "cpu",
+        expect(&closure, &["torch"]),
+        &[],
+    );
+    r.assert("closure", Status::Pass, "OK");
+    let r = smoke(Some("cuda-no-driver"), "cpu", expect(&closure, &[]), &[]);
+    let c = r.assert("closure", Status::Fail, "CLOSURE_DRIFT");
+    assert!(
+        c.detail.contains("torch 2.5.1+cu124 is not in the lock"),
+        "{}",
+        c.detail
+    );
+    // The dev image allows additions (JupyterLab), not changes to the closure.
+    let allow = [("ENVBUILD_CLOSURE_EXTRAS", "allow")];
+    let r = smoke(Some("cuda-no-driver"), "cpu", expect(&closure, &[]), &allow);
+    let c = r.assert("closure", Status::Pass, "OK");
+    assert!(
+        c.detail.contains("plus 1 allowed additions"),
+        "{}",
+        c.detail
+    );
+    let mut missing = closure.clone();
+    missing.insert("envbuild-no-such-package".into(), "1.0".into());
+    let r = smoke(Some("cuda-no-driver"), "cpu", expect(&missing, &[]), &allow);
+    r.assert("closure", Status::Fail, "CLOSURE_DRIFT");
+
+    // One package at another version, one not in the lock, one locked but not installed.
+    let mut names = closure.keys().cloned();
+    let (changed, extra) = (names.next().unwrap(), names.next().unwrap());
+    let mut drifted = closure.clone();
+    drifted.insert(changed.clone(), "0.0.0+envbuild".into());
+    drifted.remove(&extra);
+    drifted.insert("envbuild-no-such-package".into(), "1.0".into());
+    let r = smoke(
+        Some("cuda-no-driver"),
+        "cpu",
+        expect(&drifted, &["torch"]),
+        &[],
+    );
+    assert_eq!(r.code, 1);
+    let c = r.assert("closure", Status::Fail, "CLOSURE_DRIFT");
+    for part in [
+        "envbuild-no-such-package 1.0 missing".to_string(),
+        format!(
+            "{changed} is {}, the lock has 0.0.0+envbuild",
+            closure[&changed]
+        ),
+        format!("{extra} {} is not in the lock", closure[&extra]),
+    ] {
+        assert!(c.detail.contains(&part), "{part} not in: {}", c.detail);
+    }
+}

@@ -267,6 +267,62 @@ impl Docker {
         }
     }
 
+    /// Run `cmd` in a new container from `image` with no network, wait for it, remove it:
+    /// (exit status, stdout). Labelled with this run's id, like the smoke containers.
+    pub fn run_output(&self, image: &str, cmd: &[&str]) -> (i64, String) {
+        use bollard::models::{ContainerCreateBody, HostConfig};
+        use bollard::query_parameters as q;
+        let body = ContainerCreateBody {
+            image: Some(image.to_string()),
+            cmd: Some(cmd.iter().map(|s| s.to_string()).collect()),
+            labels: Some(
+                [(docker::labels::RUN_ID.to_string(), run_id())]
+                    .into_iter()
+                    .collect(),
+            ),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        self.block_on(async {
+            let id = self
+                .client
+                .create_container(None::<q::CreateContainerOptions>, body)
+                .await
+                .expect("create a container")
+                .id;
+            self.client
+                .start_container(&id, None::<q::StartContainerOptions>)
+                .await
+                .expect("start the container");
+            let code = match self
+                .client
+                .wait_container(&id, None::<q::WaitContainerOptions>)
+                .next()
+                .await
+            {
+                Some(Ok(r)) => r.status_code,
+                Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => code,
+                other => panic!("waiting for the container: {other:?}"),
+            };
+            let opts = q::LogsOptionsBuilder::default().stdout(true).build();
+            let mut out = Vec::new();
+            let mut logs = self.client.logs(&id, Some(opts));
+            while let Some(Ok(item)) = logs.next().await {
+                if let bollard::container::LogOutput::StdOut { message } = item {
+                    out.extend_from_slice(&message);
+                }
+            }
+            let rm = q::RemoveContainerOptionsBuilder::default()
+                .force(true)
+                .build();
+            let _ = self.client.remove_container(&id, Some(rm)).await;
+            (code, String::from_utf8_lossy(&out).into_owned())
+        })
+    }
+
     pub fn assert_no_smoke_container(&self, context: &str) {
         let left = self.smoke_containers();
         assert!(

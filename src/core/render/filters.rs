@@ -26,6 +26,12 @@ pub fn dq(s: &str) -> String {
     out
 }
 
+/// A TOML basic string: JSON's string escapes are all valid TOML escapes, and JSON never leaves
+/// a raw control character or line break in the output.
+pub fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_string())
+}
+
 /// A YAML scalar that is always a string: single-quoted (`'` doubled), or, when the value holds a
 /// control character, a double-quoted scalar with JSON escapes (valid YAML), so that neither a
 /// line break nor `---` can start a new key or document.
@@ -84,6 +90,24 @@ mod tests {
         "\r\nUSER root",
         "\u{2028}x",
     ];
+
+    #[test]
+    fn toml_str_round_trips_through_a_toml_parser() {
+        for v in [
+            "plain",
+            "a\"b",
+            "back\\slash",
+            "line\nbreak",
+            "tab\there",
+            "\u{2028}x",
+            "é",
+        ] {
+            let doc = format!("k = {}\n", toml_str(v));
+            let t: toml::Table = doc.parse().unwrap_or_else(|e| panic!("{doc}: {e}"));
+            assert_eq!(t["k"].as_str(), Some(v), "{doc}");
+            assert_eq!(doc.lines().count(), 1, "{doc}");
+        }
+    }
 
     #[test]
     fn dq_never_breaks_a_line_or_expands() {

@@ -24,6 +24,10 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../templates/requirements.txt.j2"),
     ),
     (
+        "pylock.toml.j2",
+        include_str!("../../../templates/pylock.toml.j2"),
+    ),
+    (
         "dockerignore.j2",
         include_str!("../../../templates/dockerignore.j2"),
     ),
@@ -75,6 +79,7 @@ pub(super) fn environment(
     );
     env.add_filter("dq", |s: String| filters::dq(&s));
     env.add_filter("yaml_str", |s: String| filters::yaml_str(&s));
+    env.add_filter("toml_str", |s: String| filters::toml_str(&s));
     env.add_filter("sh", |s: String| {
         filters::sh(&s).map_err(|e| Error::new(ErrorKind::InvalidOperation, e))
     });

@@ -61,5 +61,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         packages: p.packages.map,
         gpus: p.gpus,
         notes: p.packages.notes,
+        closure_inputs: None,
+        closure: Vec::new(),
     }
 }

@@ -40,12 +40,15 @@ pub mod codes {
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
     /// A pip line that installs from a URL without naming the package (`git+https://...`).
     pub const UNNAMED_REFERENCE: Code = "UNNAMED_REFERENCE";
+    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (conda).
+    pub const CLOSURE_UNSUPPORTED: Code = "CLOSURE_UNSUPPORTED";
     /// Every code above.
     pub const ALL: &[Code] = &[
         INVALID_SPEC,
         UNPINNED_VERSION,
         UNSAFE_VALUE,
         UNNAMED_REFERENCE,
+        CLOSURE_UNSUPPORTED,
     ];
 }
 
@@ -185,6 +188,11 @@ pub struct PipPkg {
 }
 
 impl PipPkg {
+    /// A version range (`>=0.8`), allowed with `[lock] closure = true`: the closure pins it.
+    pub fn is_range(&self) -> bool {
+        self.version.starts_with(['<', '>', '=', '!', '~'])
+    }
+
     pub fn requirement(&self) -> String {
         let extras = if self.extras.is_empty() {
             String::new()
@@ -193,6 +201,9 @@ impl PipPkg {
         };
         if let Some(url) = &self.url {
             return format!("{}{extras} @ {url}", self.name);
+        }
+        if self.is_range() {
+            return format!("{}{extras}{}", self.name, self.version);
         }
         if self.extras.is_empty() {
             format!("{}=={}", self.name, self.version)
@@ -306,6 +317,25 @@ pub struct Spec {
     pub target: Target,
     pub image: Image,
     pub run: Run,
+    /// `[lock]`: left out of the canonical JSON when default, so specs without it keep their hash.
+    #[serde(skip_serializing_if = "LockOpts::is_default")]
+    pub lock: LockOpts,
+}
+
+/// The `[lock]` section: whether the lock pins the whole closure, and from which index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct LockOpts {
+    /// Resolve and record every package the environment will contain (pip side).
+    pub closure: bool,
+    /// The index the closure is resolved from (default PyPI's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_url: Option<String>,
+}
+
+impl LockOpts {
+    pub fn is_default(&self) -> bool {
+        *self == LockOpts::default()
+    }
 }
 
 /// The channels a source uses when the spec names none: the pytorch channel needs `nvidia` for
@@ -437,7 +467,8 @@ fn schema_hint(message: &str) -> Option<String> {
             .iter()
             .chain(raw::TARGET_KEYS)
             .chain(raw::IMAGE_KEYS)
-            .chain(raw::RUN_KEYS);
+            .chain(raw::RUN_KEYS)
+            .chain(raw::LOCK_KEYS);
         let normalized = field.replace('_', "-").to_ascii_lowercase();
         let best = all
             .map(|k| (strsim::jaro_winkler(&normalized, k), *k))

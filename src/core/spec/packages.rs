@@ -277,7 +277,7 @@ fn without_hash_fragment(line: &str) -> &str {
 /// reported after both lists were parsed.
 pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec) -> (Vec<CondaPkg>, Vec<PipPkg>) {
     let mut conda = conda_list(cx, &raw.conda);
-    let mut pip = pip_list(cx, &raw.pip);
+    let mut pip = pip_list(cx, &raw.pip, raw.lock.closure.unwrap_or(false));
     check_managed_and_duplicates(cx, &conda, &pip);
     conda.sort();
     pip.sort();
@@ -304,7 +304,7 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
     conda
 }
 
-fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
+fn pip_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
         if let Some(b) = bare_reference(p) {
@@ -323,6 +323,9 @@ fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
         }
         match parse_pip_pkg(p) {
             PkgParse::Ok(pkg) => pip.push(pkg),
+            PkgParse::Unpinned { .. } if ranges && pip_range(p).is_some() => {
+                pip.extend(pip_range(p));
+            }
             PkgParse::Unpinned { name, why } => cx.err(
                 UNPINNED_VERSION,
                 "pip",
@@ -337,6 +340,32 @@ fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
         }
     }
     pip
+}
+
+/// `name[extras]>=0.8,<1`: a PEP 440 range (operators, versions, commas; no spaces kept), for
+/// a closure lock, which pins it. `None` when it is not one.
+fn pip_range(s: &str) -> Option<PipPkg> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let at = s.find(['<', '>', '=', '!', '~'])?;
+    let (head, spec) = s.split_at(at);
+    let clauses_ok = spec.split(',').all(|c| {
+        let v = c.trim_start_matches(['<', '>', '=', '!', '~']);
+        c.len() > v.len()
+            && ["<", ">", "<=", ">=", "==", "!=", "~="].contains(&&c[..c.len() - v.len()])
+            && !v.is_empty()
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".*+".contains(&b))
+    });
+    if !clauses_ok {
+        return None;
+    }
+    match parse_pip_pkg(&format!("{head}==0")) {
+        PkgParse::Ok(mut pkg) => {
+            pkg.version = spec.to_string();
+            Some(pkg)
+        }
+        _ => None,
+    }
 }
 
 fn check_managed_and_duplicates(cx: &mut Ctx, conda: &[CondaPkg], pip: &[PipPkg]) {

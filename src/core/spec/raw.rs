@@ -31,6 +31,15 @@ pub struct RawSpec {
     pub image: RawImage,
     #[serde(default)]
     pub run: RawRun,
+    #[serde(default)]
+    pub lock: RawLock,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawLock {
+    pub closure: Option<bool>,
+    pub index_url: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -84,6 +93,7 @@ pub const TOP_KEYS: &[&str] = &[
     "target",
     "image",
     "run",
+    "lock",
 ];
 pub const TARGET_KEYS: &[&str] = &["driver", "gpus", "platform", "glibc", "forward-compat"];
 pub const IMAGE_KEYS: &[&str] = &[
@@ -95,3 +105,4 @@ pub const IMAGE_KEYS: &[&str] = &[
     "jupyterlab",
 ];
 pub const RUN_KEYS: &[&str] = &["shm-size", "port", "datasets", "checkpoints"];
+pub const LOCK_KEYS: &[&str] = &["closure", "index-url"];

@@ -81,6 +81,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
+    let lock = lock_opts(cx, &raw, source, &conda);
 
     // The spec with a given python and torch, when the keys resolution needs are valid.
     let with = |python: Version, pytorch: Version| -> Option<Spec> {
@@ -104,6 +105,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
             target,
             image: image.clone(),
             run: run.clone(),
+            lock: lock.clone(),
         })
     };
     let locks = |s: Option<Spec>| s.is_some_and(|s| crate::core::resolve::locks(&s, table));
@@ -192,4 +194,87 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
         )),
     );
     None
+}
+
+/// `[lock]`: `closure` (pip side only for now) and the `index-url` the closure comes from.
+fn lock_opts(
+    cx: &mut Ctx,
+    spec: &RawSpec,
+    source: Option<super::Source>,
+    conda: &[super::CondaPkg],
+) -> super::LockOpts {
+    let raw = &spec.lock;
+    let closure = raw.closure.unwrap_or(false);
+    let wants_conda = source.is_some_and(|s| s.is_conda()) || !conda.is_empty();
+    if closure && wants_conda {
+        cx.err(
+            super::codes::CLOSURE_UNSUPPORTED,
+            "lock.closure",
+            "a closure lock is supported for wheel environments only (no conda source, no `conda` extras) in this version".into(),
+            Some("use `source = \"pypi\"` or `\"pytorch-index\"` with `pip` extras, or remove `closure = true`".into()),
+        );
+    }
+    // Packages the lock does not resolve would sit beside the closure, unlocked and unchecked.
+    let beside = [
+        (
+            "[image] base-provides",
+            !spec.image.base_provides.is_empty(),
+        ),
+        ("[image] wheels", spec.image.wheels.is_some()),
+        ("pip-find-links", !spec.pip_find_links.is_empty()),
+    ];
+    for (key, _) in beside.iter().filter(|(_, set)| closure && *set) {
+        cx.err(
+            super::codes::CLOSURE_UNSUPPORTED,
+            "lock.closure",
+            format!("a closure lock cannot include what {key} installs outside it in this version"),
+            Some(format!("remove {key}, or remove `closure = true`")),
+        );
+    }
+    let index_url = raw.index_url.as_deref().and_then(|u| {
+        if !cx.safe("lock.index-url", u) {
+            return None;
+        }
+        let local_http = ["http://127.0.0.1", "http://localhost"]
+            .iter()
+            .any(|p| u.strip_prefix(p).is_some_and(|r| r.is_empty() || r.starts_with([':', '/'])));
+        let ok = (u.starts_with("https://") || u.starts_with("file:///") || local_http)
+            && !u.contains(char::is_whitespace);
+        if !ok {
+            cx.err(
+                INVALID_SPEC,
+                "lock.index-url",
+                format!("`{u}` is not an index URL envbuild accepts"),
+                Some("use an https:// URL (http:// only for 127.0.0.1 or localhost), or file:///path".into()),
+            );
+            return None;
+        }
+        Some(u.trim_end_matches('/').to_string())
+    });
+    // One main index: the closure comes from where the image installs from. `[lock] index-url`
+    // may only repeat the spec's `pip-index-url` (or stand alone: a mirror, a test index).
+    let pip_index = spec
+        .pip_index_url
+        .as_deref()
+        .map(|u| u.trim_end_matches('/'));
+    let index_url = match (index_url, pip_index) {
+        (Some(l), Some(p)) if l != p => {
+            cx.err(
+                INVALID_SPEC,
+                "lock.index-url",
+                format!(
+                    "`[lock] index-url` (`{l}`) and `pip-index-url` (`{p}`) name two main indexes"
+                ),
+                Some(
+                    "keep one: the closure is resolved from, and installed from, the same index"
+                        .into(),
+                ),
+            );
+            None
+        }
+        (Some(l), _) => Some(l),
+        (None, p) if closure => p.map(str::to_string),
+        (None, _) => None,
+    };
+    super::LockOpts { closure, index_url }
 }

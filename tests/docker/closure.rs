@@ -1,0 +1,213 @@
+//! The closure lock's Docker test: the image's own pip agrees with envbuild's resolution, an
+//! image built from the closure passes the closure check, and a later install is drift. Its
+//! fixtures (the made-up index) are tests/it/closure.rs's, compiled here too.
+
+#[path = "../it/closure.rs"]
+#[allow(dead_code, unused_imports)]
+mod fixtures;
+
+use crate::support::*;
+use fixtures::*;
+use std::fs;
+use std::path::Path;
+
+/// The tests in this file, for the harness (tests/docker/main.rs).
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    trials![the_images_pip_agrees_and_a_later_install_is_drift]
+}
+
+/// Every file under `dir`, relative, with its bytes.
+fn files_under(dir: &Path, prefix: &str, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = format!("{prefix}/{}", p.file_name().unwrap().to_string_lossy());
+        if p.is_dir() {
+            files_under(&p, &name, out);
+        } else {
+            out.insert(name, fs::read(&p).unwrap());
+        }
+    }
+}
+
+/// Build `dockerfile` with `files` through envbuild's engine layer; its tag.
+fn build_image(
+    d: &crate::engine_support::Docker,
+    name: &str,
+    dockerfile: String,
+    mut files: std::collections::BTreeMap<String, Vec<u8>>,
+) -> String {
+    use sha2::{Digest, Sha256};
+    files.insert("Dockerfile".into(), dockerfile.into_bytes());
+    let mut h = Sha256::new();
+    for (k, v) in &files {
+        h.update(k.as_bytes());
+        h.update([0u8]);
+        h.update(v);
+        h.update([0u8]);
+    }
+    let req = envbuild::infra::docker::build::BuildRequest {
+        files,
+        dockerfile: "Dockerfile".into(),
+        target: String::new(),
+        image_name: name.into(),
+        variant: "base".into(),
+        lock_hash: h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        summary: "{}".into(),
+        extra_tags: vec![],
+        extra_labels: Default::default(),
+        rebuild: false,
+    };
+    d.block_on(envbuild::infra::docker::build::build(
+        &d.engine,
+        &req,
+        &mut |_| {},
+    ))
+    .unwrap_or_else(|f| panic!("building {name}: {f}"));
+    req.primary_tag()
+}
+
+/// `envbuild test IMAGE --lock LOCK --gpus none --json`: the `closure` check's (status, code,
+/// detail).
+fn closure_check(image: &str, lock: &Path) -> (String, String, String) {
+    let out = envbuild()
+        .args(["test", image, "--gpus", "none", "--json", "--lock"])
+        .arg(lock)
+        .output()
+        .unwrap();
+    let stdout = stdout_of(&out);
+    let v: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", stderr_of(&out)));
+    let mut found = None;
+    fn walk(v: &serde_json::Value, found: &mut Option<serde_json::Value>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if m.get("name").and_then(|n| n.as_str()) == Some("closure")
+                    && m.contains_key("status")
+                {
+                    *found = Some(v.clone());
+                }
+                m.values().for_each(|x| walk(x, found));
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, found)),
+            _ => {}
+        }
+    }
+    walk(&v, &mut found);
+    let c = found.unwrap_or_else(|| panic!("no closure check in {stdout}"));
+    let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    (s("status"), s("code"), s("detail"))
+}
+
+fn the_images_pip_agrees_and_a_later_install_is_drift() {
+    let test = "the_images_pip_agrees_and_a_later_install_is_drift";
+    let Some(d) = crate::engine_support::engine(test) else {
+        return;
+    };
+    if !crate::engine_support::real_smoke_script(test) {
+        return;
+    }
+    // The index lives at the same absolute path on this machine and in the images, so one
+    // `file://` URL serves the lock, the build and the container's own pip.
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    add_wheels(
+        idx.path(),
+        r#"[{"name": "numpy-like", "version": "0.9"}, {"name": "rogue", "version": "1.0"}]"#,
+    );
+    let mut files = std::collections::BTreeMap::new();
+    files_under(idx.path(), "index", &mut files);
+    let debian = crate::engine_support::debian_python_image(&d);
+    let base = build_image(
+        &d,
+        "envbuild-test/closure-index",
+        format!("FROM {debian}\nCOPY index/ {}/\n", idx.path().display()),
+        files,
+    );
+
+    // The image's pip (Python 3.11, bookworm's glibc 2.36) resolves the same requirements.
+    let work = tempdir();
+    let spec = closure_spec("closure-docker", "3.11", "2.36", idx.path(), "")
+        + &format!("\n[image]\nbase = \"{base}\"\nvariants = [\"runtime\"]\n");
+    write(work.path(), "envbuild.toml", &spec);
+    let out = lock_in(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let locked = closure_of(work.path());
+    let (code, report) = d.run_output(
+        &base,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "python3 -m pip install --dry-run --ignore-installed --quiet --report /tmp/r.json \
+                 --index-url file://{}/simple torch==2.14.1 >&2 && cat /tmp/r.json",
+                idx.path().display()
+            ),
+        ],
+    );
+    assert_eq!(code, 0, "{report}");
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    let mut theirs: Vec<(String, String)> = report["install"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                envbuild::core::closure::canonical_name(i["metadata"]["name"].as_str().unwrap()),
+                i["metadata"]["version"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    theirs.sort();
+    assert_eq!(locked, theirs, "envbuild's closure vs the image's own pip");
+
+    // Build from the closure: the image holds exactly it.
+    let out = envbuild()
+        .current_dir(work.path())
+        .args(["image", "envbuild.toml", "--gpus", "none"])
+        .env("ENVBUILD_RUN_ID", crate::engine_support::run_prefix())
+        .output()
+        .unwrap();
+    let lock_text = fs::read_to_string(work.path().join("envbuild.lock")).unwrap();
+    let lock = envbuild::core::lock::Lock::from_toml(&lock_text).unwrap();
+    let tag = envbuild::core::render::image_tag(&lock, &lock.hash().unwrap(), "runtime");
+    assert!(
+        d.block_on(envbuild::infra::docker::images::inspect(&d.engine, &tag))
+            .unwrap()
+            .is_some(),
+        "{tag} was not built: {}",
+        stderr_of(&out)
+    );
+    let lock_path = work.path().join("envbuild.lock");
+    let (status, code, detail) = closure_check(&tag, &lock_path);
+    assert_eq!((status.as_str(), code.as_str()), ("pass", "OK"), "{detail}");
+
+    // A later install replaces one package, adds another, removes a third.
+    let drifted = build_image(
+        &d,
+        "envbuild-test/closure-drifted",
+        format!(
+            "FROM {tag}\nUSER root\nRUN python -m pip install --no-cache-dir --no-deps --index-url \
+             file://{}/simple numpy-like==0.9 rogue==1.0 && python -m pip uninstall -y oldpy-shim\n",
+            idx.path().display()
+        ),
+        Default::default(),
+    );
+    let (status, code, detail) = closure_check(&drifted, &lock_path);
+    assert_eq!(
+        (status.as_str(), code.as_str()),
+        ("fail", "CLOSURE_DRIFT"),
+        "{detail}"
+    );
+    for part in [
+        "numpy-like is 0.9, the lock has 1.0",
+        "rogue 1.0 is not in the lock",
+        "oldpy-shim 1.0 missing",
+    ] {
+        assert!(detail.contains(part), "{part} not in: {detail}");
+    }
+    // The base is per run too (the index's temp path is in it).
+    for t in [&drifted, &tag, &base] {
+        d.remove_image(t);
+    }
+    d.assert_no_smoke_container("after the closure images");
+}
