@@ -56,6 +56,9 @@ pub struct ImageOptions {
     pub smoke: SmokeSettings,
     /// Where passing verdicts are remembered (`None`: never reuse one).
     pub cache_dir: Option<PathBuf>,
+    /// Build args for every build: the host's proxy settings
+    /// (`infra::network::proxy_build_args`), kept out of the image by the engine.
+    pub build_args: BTreeMap<String, String>,
 }
 
 /// Progress, in the order it happens.
@@ -192,6 +195,40 @@ fn render_files(
     Ok(files)
 }
 
+/// Put the network's CA bundle into the rendered files' slot for it (`envbuild/ca-bundle.pem`,
+/// which only the Dockerfile's throwaway `install` stage copies): the spec's `[image] ca-bundle`
+/// (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
+/// `SSL_CERT_FILE` that `get` finds. Returns where the bundle was named, `None` when no bundle
+/// is named or the rendered files have no slot for one (a conda image, a `--templates`
+/// Dockerfile that does not copy it: the bundle is then not sent at all).
+pub fn add_ca_bundle(
+    rendered: &mut RenderedImage,
+    lock: &Lock,
+    spec: &Path,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, Failure> {
+    let slot = crate::core::render::CA_BUNDLE_FILE;
+    let copied = rendered
+        .files
+        .get(&rendered.dockerfile)
+        .is_some_and(|d| String::from_utf8_lossy(d).contains(slot));
+    if !rendered.files.contains_key(slot) || !copied {
+        return Ok(None);
+    }
+    let spec_dir = spec
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some((origin, path)) =
+        crate::infra::network::ca_bundle_source(lock.image.ca_bundle.as_deref(), spec_dir, get)
+    else {
+        return Ok(None);
+    };
+    let bytes = crate::infra::network::read_ca_bundle(&origin, &path)?;
+    rendered.files.insert(slot.to_string(), bytes);
+    Ok(Some(format!("{origin} (`{}`)", path.display())))
+}
+
 /// Connect to the engine and [`build_and_test`], stopping cleanly on SIGINT/SIGTERM.
 ///
 /// The outer `Err`: nothing was attempted (no async runtime, no signal handlers, no engine).
@@ -240,6 +277,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         extra_tags,
         extra_labels,
         rebuild: opts.rebuild,
+        build_args: opts.build_args.clone(),
     }
 }
 

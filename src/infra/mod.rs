@@ -5,6 +5,7 @@
 pub mod docker;
 pub mod fs;
 pub mod host;
+pub mod network;
 pub mod proc;
 pub mod python;
 pub mod verdict_cache;

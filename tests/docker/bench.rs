@@ -110,6 +110,7 @@ fn bench_noop_image_vs_docker_build() {
             run_id: docker::new_run_id(),
         },
         cache_dir: Some(cache.path().to_path_buf()),
+        build_args: BTreeMap::new(),
     };
     let noop = |d: &support::Docker| {
         d.block_on(async {

@@ -58,6 +58,7 @@ fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
             run_id: support::run_id(),
         },
         cache_dir: Some(cache.to_path_buf()),
+        build_args: BTreeMap::new(),
     }
 }
 

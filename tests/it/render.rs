@@ -215,7 +215,8 @@ fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec<Stage> {
                 }
             }
         }
-        if instr == "COPY" {
+        // `COPY --from=STAGE` copies out of another stage, not out of the context.
+        if instr == "COPY" && !args.starts_with("--from=") {
             let words: Vec<&str> = args.split_whitespace().collect();
             for src in &words[..words.len() - 1] {
                 let src = src.trim_end_matches('/');
@@ -269,32 +270,63 @@ fn every_dockerfile_is_well_formed_pinned_and_non_root() {
         let r = render_default(&lock);
         let text = r.text("Dockerfile").expect("Dockerfile");
         let stages = check_dockerfile(text, &r, &lock);
-        let base = &stages[0];
-        assert_eq!(base.name, "base");
-        // Layer order: the environment file is copied alone, then installed in one RUN that also
-        // cleans up; nothing else comes before it.
-        let copy = base
+        let conda = lock.image.base_kind == BaseKind::Conda;
+        // Wheel images install in a throwaway `install` stage (the CA bundle stays there) and
+        // the base stage copies out only the venv; conda images install in `base` itself.
+        let install = if conda { "base" } else { "install" };
+        assert_eq!(stages[0].name, install, "{dir}");
+        let base = stages.iter().find(|s| s.name == "base").expect("base");
+        // Layer order: the environment file is copied alone, then installed by the next RUN;
+        // in a conda image that RUN also cleans up (the layer ships).
+        let inst = &stages[0];
+        let copy = inst
             .instrs
             .iter()
-            .position(|(i, _)| i == "COPY")
-            .expect("COPY in base");
-        let (_, copy_args) = &base.instrs[copy];
+            .position(|(i, a)| {
+                i == "COPY"
+                    && (a.starts_with("environment.yml") || a.starts_with("requirements.txt"))
+            })
+            .expect("COPY of the environment file");
+        let (_, copy_args) = &inst.instrs[copy];
         assert_eq!(
             copy_args.split_whitespace().count(),
             2,
             "{dir}: env file not copied alone"
         );
-        let (run, run_args) = &base.instrs[copy + 1];
-        assert_eq!(run, "RUN", "{dir}");
-        assert!(
-            run_args.contains("rm -rf /tmp/envbuild"),
-            "{dir}: no cleanup in the install layer"
-        );
-        if lock.image.base_kind == BaseKind::Conda {
+        let (_, run_args) = inst.instrs[copy + 1..]
+            .iter()
+            .find(|(i, _)| i == "RUN")
+            .expect("the install RUN");
+        if conda {
+            assert_eq!(inst.instrs[copy + 1].0, "RUN", "{dir}");
             assert!(run_args.contains("conda clean --all"), "{dir}");
+            assert!(
+                run_args.contains("rm -rf /tmp/envbuild"),
+                "{dir}: no cleanup in the install layer"
+            );
+            assert!(!text.contains("ca-bundle.pem"), "{dir}");
         } else {
             assert!(run_args.contains("--no-cache-dir"), "{dir}");
+            // Only the install stage sees the CA bundle, and no target builds on that stage.
+            let copies: Vec<&str> = base
+                .instrs
+                .iter()
+                .filter(|(i, _)| i == "COPY")
+                .map(|(_, a)| a.as_str())
+                .collect();
+            assert_eq!(copies, ["--from=install /opt/venv /opt/venv"], "{dir}");
+            assert!(
+                env_of(base).contains("PATH=\"/opt/venv/bin:${PATH}\""),
+                "{dir}"
+            );
+            let ca_lines = text.lines().filter(|l| l.contains("ca-bundle.pem"));
+            assert_eq!(ca_lines.count(), 1, "{dir}: one COPY of the CA bundle");
+            assert!(!text.contains("FROM install"), "{dir}");
         }
+        assert!(
+            !text.contains("python -m"),
+            "{dir}: `python` is not on every base"
+        );
         match &lock.install.conda_override_cuda {
             Some(v) => assert!(
                 run_args.contains(&format!("CONDA_OVERRIDE_CUDA='{v}'")),

@@ -49,6 +49,7 @@ pub struct RawImage {
     pub wheels: Option<String>,
     pub ssh: Option<bool>,
     pub jupyterlab: Option<String>,
+    pub ca_bundle: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -85,5 +86,6 @@ pub const IMAGE_KEYS: &[&str] = &[
     "wheels",
     "ssh",
     "jupyterlab",
+    "ca-bundle",
 ];
 pub const RUN_KEYS: &[&str] = &["shm-size", "port", "datasets", "checkpoints"];

@@ -35,6 +35,8 @@ pub mod codes {
     /// The NVIDIA runtime refused the image for another of its requirements (`arch`, `brand`).
     pub const GPU_REQUIREMENT_UNMET: Code = "GPU_REQUIREMENT_UNMET";
     pub const INTERRUPTED: Code = "INTERRUPTED";
+    /// The CA bundle named for the build (`[image] ca-bundle`, `PIP_CERT`, ...) is unusable.
+    pub const CA_BUNDLE_INVALID: Code = "CA_BUNDLE_INVALID";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
@@ -50,6 +52,7 @@ pub mod codes {
         CUDA_DRIVER_TOO_OLD,
         GPU_REQUIREMENT_UNMET,
         INTERRUPTED,
+        CA_BUNDLE_INVALID,
     ];
 }
 
