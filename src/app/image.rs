@@ -226,7 +226,10 @@ pub fn add_ca_bundle(
     };
     let bytes = crate::infra::network::read_ca_bundle(&origin, &path)?;
     rendered.files.insert(slot.to_string(), bytes);
-    Ok(Some(format!("{origin} (`{}`)", path.display())))
+    Ok(Some(format!(
+        "{origin} (`{}`)",
+        crate::core::diag::shown(&path)
+    )))
 }
 
 /// Connect to the engine and [`build_and_test`], stopping cleanly on SIGINT/SIGTERM.

@@ -61,19 +61,21 @@ pub fn ca_bundle_source(
 
 /// The bundle's bytes: a readable file, at most 8 MiB, with at least one PEM certificate.
 pub fn read_ca_bundle(origin: &str, path: &Path) -> Result<Vec<u8>, Failure> {
-    let refuse =
-        |why: String| {
-            Failure::one(
+    let refuse = |why: String| {
+        Failure::one(
             Diagnostic::error(
                 CA_BUNDLE_INVALID,
-                format!("the CA bundle named by {origin} (`{}`) {why}", path.display()),
+                format!(
+                    "the CA bundle named by {origin} (`{}`) {why}",
+                    crate::core::diag::shown(path)
+                ),
             )
             .with_hint(
                 "name a PEM file of CA certificates (e.g. /etc/ssl/certs/ca-certificates.crt), \
                  or unset the variable",
             ),
         )
-        };
+    };
     let bytes = read_small_file(path).map_err(|why| refuse(format!("cannot be read: {why}")))?;
     if !bytes
         .windows(b"-----BEGIN CERTIFICATE-----".len())
