@@ -457,6 +457,50 @@ impl ImageTest<'_> {
 mod tests {
     use super::*;
 
+    /// The host's CA bundle fills the rendered slot only when the Dockerfile copies it; the
+    /// spec's key comes before the variables; an unusable bundle is CA_BUNDLE_INVALID.
+    #[test]
+    fn the_ca_bundle_fills_the_slot_the_dockerfile_copies() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let mut lock = Lock::from_toml(text).expect("lock");
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("envbuild.toml");
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        std::fs::write(dir.path().join("host.pem"), pem).unwrap();
+        std::fs::create_dir(dir.path().join("certs")).unwrap();
+        std::fs::write(dir.path().join("certs/team.pem"), format!("# team\n{pem}")).unwrap();
+        let host = dir.path().join("host.pem").to_string_lossy().into_owned();
+        let env = |k: &str| (k == "SSL_CERT_FILE").then(|| host.clone());
+        let slot = crate::core::render::CA_BUNDLE_FILE;
+        let fresh = |lock: &Lock| rendered_image(lock, &["runtime".into()], None, &spec).unwrap();
+
+        let mut r = fresh(&lock);
+        assert!(!String::from_utf8_lossy(&r.files[slot]).contains("BEGIN CERTIFICATE"));
+        let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
+        assert!(origin.starts_with("SSL_CERT_FILE"), "{origin}");
+        assert_eq!(r.files[slot], pem.as_bytes());
+
+        let mut r = fresh(&lock);
+        assert_eq!(add_ca_bundle(&mut r, &lock, &spec, |_| None).unwrap(), None);
+
+        lock.image.ca_bundle = Some("certs/team.pem".into());
+        let mut r = fresh(&lock);
+        let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
+        assert!(origin.starts_with("[image] ca-bundle"), "{origin}");
+        assert!(String::from_utf8_lossy(&r.files[slot]).starts_with("# team"));
+
+        // A Dockerfile that does not copy the slot (a --templates override) gets nothing.
+        let mut r = fresh(&lock);
+        r.files
+            .insert("Dockerfile".into(), b"FROM x AS runtime\n".to_vec());
+        assert_eq!(add_ca_bundle(&mut r, &lock, &spec, env).unwrap(), None);
+
+        std::fs::write(dir.path().join("certs/team.pem"), "no certificate").unwrap();
+        let mut r = fresh(&lock);
+        let e = add_ca_bundle(&mut r, &lock, &spec, env).unwrap_err();
+        assert_eq!(e.diagnostics[0].code, codes::CA_BUNDLE_INVALID);
+    }
+
     #[test]
     fn image_names_match_the_run_snippets() {
         assert_eq!(image_name("Torch GPU env"), "envbuild/torch-gpu-env");
