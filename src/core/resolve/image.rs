@@ -38,8 +38,8 @@ pub(crate) fn base_without_python(image: &str) -> Option<&'static str> {
     let repo = repo.strip_prefix("library/").unwrap_or(repo);
     match repo {
         "nvidia/cuda" | "nvcr.io/nvidia/cuda" => Some("an NVIDIA CUDA base (CUDA libraries only)"),
-        "debian" | "ubuntu" | "alpine" | "busybox" | "rockylinux" | "almalinux" | "fedora"
-        | "amazonlinux" => Some("a plain distribution image"),
+        // Their official images have no python3 (RHEL-family images do: dnf needs it).
+        "debian" | "ubuntu" | "alpine" | "busybox" => Some("a plain distribution image"),
         _ => None,
     }
 }
