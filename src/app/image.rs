@@ -69,6 +69,9 @@ pub struct ImageOptions {
     /// `--push REGISTRY/REPO`: push each image that passed, with its verdict, and skip build
     /// and test when the registry already holds both for this lock and mode.
     pub push: Option<Repository>,
+    /// Build args for every build: the host's proxy settings
+    /// (`infra::network::proxy_build_args`), kept out of the image by the engine.
+    pub build_args: BTreeMap<String, String>,
 }
 
 /// Progress, in the order it happens.
@@ -228,6 +231,43 @@ fn render_files(
     Ok(files)
 }
 
+/// Put the network's CA bundle into the rendered files' slot for it (`envbuild/ca-bundle.pem`,
+/// which only the Dockerfile's throwaway `install` stage copies): the spec's `[image] ca-bundle`
+/// (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
+/// `SSL_CERT_FILE` that `get` finds. Returns where the bundle was named, `None` when no bundle
+/// is named or the rendered files have no slot for one (a conda image, a `--templates`
+/// Dockerfile that does not copy it: the bundle is then not sent at all).
+pub fn add_ca_bundle(
+    rendered: &mut RenderedImage,
+    lock: &Lock,
+    spec: &Path,
+    get: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, Failure> {
+    let slot = crate::core::render::CA_BUNDLE_FILE;
+    let copied = rendered
+        .files
+        .get(&rendered.dockerfile)
+        .is_some_and(|d| String::from_utf8_lossy(d).contains(slot));
+    if !rendered.files.contains_key(slot) || !copied {
+        return Ok(None);
+    }
+    let spec_dir = spec
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Some((origin, path)) =
+        crate::infra::network::ca_bundle_source(lock.image.ca_bundle.as_deref(), spec_dir, get)
+    else {
+        return Ok(None);
+    };
+    let bytes = crate::infra::network::read_ca_bundle(&origin, &path)?;
+    rendered.files.insert(slot.to_string(), bytes);
+    Ok(Some(format!(
+        "{origin} (`{}`)",
+        crate::core::diag::shown(&path)
+    )))
+}
+
 /// Connect to the engine and [`build_and_test`], stopping cleanly on SIGINT/SIGTERM.
 ///
 /// The outer `Err`: nothing was attempted (no async runtime, no signal handlers, no engine).
@@ -276,6 +316,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         extra_tags,
         extra_labels,
         rebuild: opts.rebuild,
+        build_args: opts.build_args.clone(),
     }
 }
 
@@ -579,6 +620,50 @@ impl ImageTest<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The host's CA bundle fills the rendered slot only when the Dockerfile copies it; the
+    /// spec's key comes before the variables; an unusable bundle is CA_BUNDLE_INVALID.
+    #[test]
+    fn the_ca_bundle_fills_the_slot_the_dockerfile_copies() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let mut lock = Lock::from_toml(text).expect("lock");
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("envbuild.toml");
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        std::fs::write(dir.path().join("host.pem"), pem).unwrap();
+        std::fs::create_dir(dir.path().join("certs")).unwrap();
+        std::fs::write(dir.path().join("certs/team.pem"), format!("# team\n{pem}")).unwrap();
+        let host = dir.path().join("host.pem").to_string_lossy().into_owned();
+        let env = |k: &str| (k == "SSL_CERT_FILE").then(|| host.clone());
+        let slot = crate::core::render::CA_BUNDLE_FILE;
+        let fresh = |lock: &Lock| rendered_image(lock, &["runtime".into()], None, &spec).unwrap();
+
+        let mut r = fresh(&lock);
+        assert!(!String::from_utf8_lossy(&r.files[slot]).contains("BEGIN CERTIFICATE"));
+        let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
+        assert!(origin.starts_with("SSL_CERT_FILE"), "{origin}");
+        assert_eq!(r.files[slot], pem.as_bytes());
+
+        let mut r = fresh(&lock);
+        assert_eq!(add_ca_bundle(&mut r, &lock, &spec, |_| None).unwrap(), None);
+
+        lock.image.ca_bundle = Some("certs/team.pem".into());
+        let mut r = fresh(&lock);
+        let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
+        assert!(origin.starts_with("[image] ca-bundle"), "{origin}");
+        assert!(String::from_utf8_lossy(&r.files[slot]).starts_with("# team"));
+
+        // A Dockerfile that does not copy the slot (a --templates override) gets nothing.
+        let mut r = fresh(&lock);
+        r.files
+            .insert("Dockerfile".into(), b"FROM x AS runtime\n".to_vec());
+        assert_eq!(add_ca_bundle(&mut r, &lock, &spec, env).unwrap(), None);
+
+        std::fs::write(dir.path().join("certs/team.pem"), "no certificate").unwrap();
+        let mut r = fresh(&lock);
+        let e = add_ca_bundle(&mut r, &lock, &spec, env).unwrap_err();
+        assert_eq!(e.diagnostics[0].code, codes::CA_BUNDLE_INVALID);
+    }
 
     #[test]
     fn image_names_match_the_run_snippets() {

@@ -58,6 +58,7 @@ fn options(args: &ImageArgs) -> ImageOptions {
             PullArg::Never => PullPolicy::Never,
         },
         push: args.push.clone(),
+        build_args: crate::infra::network::proxy_build_args(),
     }
 }
 
@@ -79,12 +80,25 @@ pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, F
     super::eprint_diagnostics(&checked.diagnostics);
     let opts = options(&args);
     let progress = ProgressMode::detect(args.verbose);
-    let rendered = crate::app::image::rendered_image(
+    let mut rendered = crate::app::image::rendered_image(
         &lock,
         &opts.variants,
         args.templates.as_deref(),
         &args.spec,
     )?;
+    let ca = crate::app::image::add_ca_bundle(&mut rendered, &lock, &args.spec, |k| {
+        std::env::var(k).ok()
+    })?;
+    if let Some(origin) = ca {
+        eprintln!("note: the build trusts the CA bundle of {origin}; no image keeps it");
+    }
+    if !opts.build_args.is_empty() {
+        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
+        eprintln!(
+            "note: the build uses this machine's {} (not stored in the image)",
+            names.join(", ")
+        );
+    }
     let mut display = Display {
         mode: progress,
         build: None,

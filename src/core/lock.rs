@@ -83,6 +83,9 @@ pub struct LockedImage {
     pub datasets: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoints: Option<String>,
+    /// The spec's `[image] ca-bundle`: the network's CA bundle, used by the build only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
 }
 
 /// What to install, exactly: the environment.yml dependencies and pip requirements.

@@ -6,6 +6,7 @@
 pub mod docker;
 pub mod fs;
 pub mod host;
+pub mod network;
 pub mod pip_resolve;
 pub mod proc;
 pub mod python;

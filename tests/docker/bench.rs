@@ -112,6 +112,7 @@ fn bench_noop_image_vs_docker_build() {
         cache_dir: Some(cache.path().to_path_buf()),
         pull: envbuild::infra::docker::build::PullPolicy::Never,
         push: None,
+        build_args: BTreeMap::new(),
     };
     let noop = |d: &support::Docker| {
         d.block_on(async {

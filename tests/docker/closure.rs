@@ -56,6 +56,7 @@ fn build_image(
         extra_tags: vec![],
         extra_labels: Default::default(),
         rebuild: false,
+        build_args: Default::default(),
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

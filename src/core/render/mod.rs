@@ -43,6 +43,12 @@ pub const IMAGE_USER: &str = "envbuild";
 pub const IMAGE_UID: u32 = 10001;
 pub const SSH_PORT: u16 = 2222;
 
+/// The rendered script that makes the image's venv (wheel-based images).
+pub const PYTHON_ENV_SCRIPT: &str = "envbuild/python-env.sh";
+/// The rendered slot for the network's CA bundle: a comment until `envbuild image` puts the
+/// host's bundle there. Only the Dockerfile's throwaway `install` stage copies it.
+pub const CA_BUNDLE_FILE: &str = "envbuild/ca-bundle.pem";
+
 /// Where the conda environment lives in a conda-based image.
 pub const CONDA_ENV_PREFIX: &str = "/opt/conda/envs/envbuild";
 
@@ -141,6 +147,8 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     put("environment.yml.j2", "environment.yml")?;
     if !is_conda {
         put("requirements.txt.j2", "requirements.txt")?;
+        put("python-env.sh.j2", PYTHON_ENV_SCRIPT)?;
+        put("ca-bundle.pem.j2", CA_BUNDLE_FILE)?;
     }
     if has_closure {
         put("pylock.toml.j2", "pylock.toml")?;
@@ -718,6 +726,14 @@ fn check_image_values(c: &mut ValueCheck, img: &LockedImage) {
                 "an absolute path of letters, digits and . _ - /",
             );
         }
+    }
+    if let Some(p) = &img.ca_bundle {
+        c.check(
+            "image.ca_bundle",
+            p,
+            rules::project_subdir(p) || rules::is_safe_path(p, true),
+            "a file inside the project or an absolute path",
+        );
     }
     if let Some(w) = &img.wheels {
         c.check(

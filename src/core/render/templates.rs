@@ -36,6 +36,14 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../templates/dev-entrypoint.sh.j2"),
     ),
     (
+        "python-env.sh.j2",
+        include_str!("../../../templates/python-env.sh.j2"),
+    ),
+    (
+        "ca-bundle.pem.j2",
+        include_str!("../../../templates/ca-bundle.pem.j2"),
+    ),
+    (
         "constraints.txt.j2",
         include_str!("../../../templates/constraints.txt.j2"),
     ),

@@ -24,6 +24,26 @@ pub fn default_jupyterlab(python: &Version) -> &'static str {
     }
 }
 
+/// Image repositories known to ship no Python (a fact about their official images, whatever
+/// the tag): CUDA bases, plain distributions, busybox. `Some(what it is)` for those.
+pub(crate) fn base_without_python(image: &str) -> Option<&'static str> {
+    let name = image.split('@').next().unwrap_or(image);
+    // The repository: drop the tag (after the last `:` that follows the last `/`).
+    let slash = name.rfind('/').map_or(0, |i| i + 1);
+    let repo = match name[slash..].rfind(':') {
+        Some(i) => &name[..slash + i],
+        None => name,
+    };
+    let repo = repo.strip_prefix("docker.io/").unwrap_or(repo);
+    let repo = repo.strip_prefix("library/").unwrap_or(repo);
+    match repo {
+        "nvidia/cuda" | "nvcr.io/nvidia/cuda" => Some("an NVIDIA CUDA base (CUDA libraries only)"),
+        // Their official images have no python3 (RHEL-family images do: dnf needs it).
+        "debian" | "ubuntu" | "alpine" | "busybox" => Some("a plain distribution image"),
+        _ => None,
+    }
+}
+
 /// The base image and its kind.
 pub(super) struct Base {
     pub image: String,
@@ -46,6 +66,21 @@ pub(super) fn base(
         BaseKind::Wheel
     };
     if let Some(b) = &spec.image.base {
+        if let Some(what) = base_without_python(b) {
+            diags.push(
+                err(
+                    BASE_HAS_NO_PYTHON,
+                    "image.base",
+                    format!("base image `{b}` is {what}, with no Python to install into"),
+                )
+                .with_hint(
+                    "leave [image] base out (the table's Python base; PyTorch's wheels bring \
+                     their own CUDA libraries), or name an image built FROM it that installs \
+                     python3 with python3-venv or python3-pip",
+                ),
+            );
+            return None;
+        }
         return Some(Base {
             image: b.clone(),
             kind,
@@ -100,5 +135,6 @@ pub(super) fn locked(spec: &Spec, base: Base, packages: &BTreeMap<String, String
         port: spec.run.port,
         datasets: spec.run.datasets.clone(),
         checkpoints: spec.run.checkpoints.clone(),
+        ca_bundle: spec.image.ca_bundle.clone(),
     }
 }

@@ -51,6 +51,9 @@ pub mod codes {
     pub const UNKNOWN_GPU: Code = "UNKNOWN_GPU";
     pub const CONFLICTING_PIN: Code = "CONFLICTING_PIN";
     pub const FORWARD_COMPAT_UNSUPPORTED: Code = "FORWARD_COMPAT_UNSUPPORTED";
+    /// The base image has no Python: said at lock time for images known to have none, and by
+    /// the build (the Dockerfile's install stage) for any other.
+    pub const BASE_HAS_NO_PYTHON: Code = "BASE_HAS_NO_PYTHON";
     // warnings
     pub const DRIVER_MINOR_COMPAT: Code = "DRIVER_MINOR_COMPAT";
     pub const FORWARD_COMPAT: Code = "FORWARD_COMPAT";
@@ -79,6 +82,7 @@ pub mod codes {
         UNKNOWN_GPU,
         CONFLICTING_PIN,
         FORWARD_COMPAT_UNSUPPORTED,
+        BASE_HAS_NO_PYTHON,
         DRIVER_MINOR_COMPAT,
         FORWARD_COMPAT,
         PYTHON_EOL,

@@ -864,3 +864,51 @@ fn a_spec_without_pip_locations_keeps_its_hash() {
     .unwrap();
     assert_ne!(spec_hash(&s), spec_hash(&with));
 }
+
+/// A base known to ship no Python (CUDA bases, plain distributions) is refused at lock time,
+/// saying what to do; an image built FROM one, under another name, is left to the build.
+#[test]
+fn a_base_known_to_have_no_python_is_refused_at_lock_time() {
+    let target = "driver = \"550.54.15\"\ngpus = [\"A100\"]";
+    for base in [
+        "nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04",
+        "docker.io/nvidia/cuda:12.4.1-base-ubuntu22.04",
+        "nvcr.io/nvidia/cuda:12.4.1-runtime-ubuntu22.04",
+        "debian:12.8-slim",
+        "docker.io/library/ubuntu:24.04",
+        &format!("busybox@sha256:{}", "a".repeat(64)),
+    ] {
+        let r = resolve_toml(&spec(&format!("{IDX}\n[image]\nbase = \"{base}\""), target));
+        let d = find(&r, codes::BASE_HAS_NO_PYTHON);
+        assert!(d.message.contains(base), "{}", d.message);
+        assert!(d.hint.as_deref().unwrap().contains("python3-venv"), "{d:?}");
+        assert!(r.lock.is_none(), "{base}");
+    }
+    for base in [
+        "python:3.11.9-slim-bookworm",
+        "mycorp/cuda-python:12.4.1",
+        "nvcr.io/nvidia/pytorch:24.05-py3",
+        "registry.local:5000/ubuntu-python:24.04",
+    ] {
+        let r = resolve_toml(&spec(&format!("{IDX}\n[image]\nbase = \"{base}\""), target));
+        assert!(!codes(&r).contains(&codes::BASE_HAS_NO_PYTHON), "{base}");
+    }
+}
+
+/// `[image] ca-bundle` reaches the lock (the build reads it); a spec without it keeps its
+/// lock hash (the key is left out of the canonical JSON when unset).
+#[test]
+fn ca_bundle_is_locked_only_when_set() {
+    let target = "driver = \"550.54.15\"\ngpus = [\"A100\"]";
+    let plain = resolve_toml(&spec(IDX, target)).lock.unwrap();
+    assert_eq!(plain.image.ca_bundle, None);
+    assert!(!plain.to_toml().unwrap().contains("ca_bundle"));
+    let with = resolve_toml(&spec(
+        &format!("{IDX}\n[image]\nca-bundle = \"certs/corp.pem\""),
+        target,
+    ))
+    .lock
+    .unwrap();
+    assert_eq!(with.image.ca_bundle.as_deref(), Some("certs/corp.pem"));
+    assert_ne!(plain.hash().unwrap(), with.hash().unwrap());
+}

@@ -6,7 +6,7 @@ use super::pins::{is_pkg_version, unpinned};
 use super::raw::RawImage;
 use super::validate::Ctx;
 use super::{Image, Variant};
-use crate::core::rules::{image_ref, project_subdir};
+use crate::core::rules::{image_ref, is_safe_path, project_subdir};
 
 /// `[image]`, checked key by key in the order the keys are documented.
 pub(super) fn image(cx: &mut Ctx, i: &RawImage) -> Image {
@@ -15,6 +15,7 @@ pub(super) fn image(cx: &mut Ctx, i: &RawImage) -> Image {
     let base_provides = base_provides(cx, &i.base_provides, i.base.is_some());
     let wheels = wheels(cx, i.wheels.as_deref());
     let jupyterlab = jupyterlab(cx, i.jupyterlab.as_deref());
+    let ca_bundle = ca_bundle(cx, i.ca_bundle.as_deref());
     Image {
         base,
         variants,
@@ -22,6 +23,7 @@ pub(super) fn image(cx: &mut Ctx, i: &RawImage) -> Image {
         wheels,
         ssh: i.ssh.unwrap_or(false),
         jupyterlab,
+        ca_bundle,
     }
 }
 
@@ -134,6 +136,28 @@ fn wheels(cx: &mut Ctx, w: Option<&str>) -> Option<String> {
         format!("wheels directory `{w}` must be a folder inside the project, named relative to it"),
         Some(
             "e.g. wheels = \"wheels\" (not the project itself, no `.` or `..`, no absolute path)"
+                .into(),
+        ),
+    );
+    None
+}
+
+/// A file inside the project, named relative to it, or an absolute path on the build machine.
+fn ca_bundle(cx: &mut Ctx, p: Option<&str>) -> Option<String> {
+    let p = p?;
+    if !cx.safe("image.ca-bundle", p) {
+        return None;
+    }
+    if project_subdir(p) || is_safe_path(p, true) {
+        return Some(p.to_string());
+    }
+    cx.err(
+        INVALID_SPEC,
+        "image.ca-bundle",
+        format!("CA bundle `{p}` must be a file inside the project or an absolute path"),
+        Some(
+            "e.g. ca-bundle = \"certs/corp-ca.pem\" or \"/etc/ssl/certs/ca-certificates.crt\" \
+             (letters, digits and . _ - /, no `..`)"
                 .into(),
         ),
     );

@@ -283,6 +283,10 @@ pub struct Image {
     pub wheels: Option<String>,
     pub ssh: bool,
     pub jupyterlab: Option<String>,
+    /// The network's CA bundle for the build (a file inside the project or an absolute path);
+    /// left out of the canonical JSON when unset, so older locks keep their hash.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

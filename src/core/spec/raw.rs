@@ -63,6 +63,7 @@ pub struct RawImage {
     pub wheels: Option<String>,
     pub ssh: Option<bool>,
     pub jupyterlab: Option<String>,
+    pub ca_bundle: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -103,6 +104,7 @@ pub const IMAGE_KEYS: &[&str] = &[
     "wheels",
     "ssh",
     "jupyterlab",
+    "ca-bundle",
 ];
 pub const RUN_KEYS: &[&str] = &["shm-size", "port", "datasets", "checkpoints"];
 pub const LOCK_KEYS: &[&str] = &["closure", "index-url"];

@@ -8,6 +8,7 @@ use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
+use crate::core::resolve::codes::BASE_HAS_NO_PYTHON;
 use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
@@ -36,6 +37,9 @@ pub struct BuildRequest {
     pub extra_labels: BTreeMap<String, String>,
     /// Build even when an image with this lock hash and variant exists.
     pub rebuild: bool,
+    /// Build args: the host's proxy settings (`infra::network::proxy_build_args`), which the
+    /// engine keeps out of the image's history and config.
+    pub build_args: BTreeMap<String, String>,
 }
 
 impl BuildRequest {
@@ -327,6 +331,14 @@ async fn stream_build(
     if !req.target.is_empty() {
         opts = opts.target(&req.target);
     }
+    if !req.build_args.is_empty() {
+        let args: std::collections::HashMap<&str, &str> = req
+            .build_args
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        opts = opts.buildargs(&args);
+    }
     let body = bollard::body_full(bytes::Bytes::from(context.tar.clone()));
     let mut stream = engine.docker.build_image(opts.build(), None, Some(body));
     let mut log = BuildLog::default();
@@ -461,6 +473,10 @@ impl BuildLog {
     }
 
     fn line(&mut self, line: &str, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
+        // The classic builder colours a step's stderr (`ESC[91m` ... `ESC[0m`): the marks are
+        // not the output, and would hide a line's start.
+        let plain = strip_sgr(line);
+        let line = plain.as_str();
         if let Some(parsed) = parse_step(line) {
             self.steps += 1;
             self.tail.clear();
@@ -494,6 +510,25 @@ impl BuildLog {
         }
         on_event(BuildEvent::Output(t.to_string()));
     }
+}
+
+/// `line` without ANSI colour sequences (`ESC [ digits ; ... m`).
+fn strip_sgr(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find("\u{1b}[") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        match after.find(|c: char| !(c.is_ascii_digit() || c == ';')) {
+            Some(j) if after[j..].starts_with('m') => rest = &after[j + 1..],
+            _ => {
+                out.push('\u{1b}');
+                rest = &rest[i + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A Docker image reference `name[:tag]` (no digest), as the engine accepts it.
@@ -564,6 +599,22 @@ fn step_failure(
         if looks_like_pull_failure(msg) {
             return base_missing(image, host);
         }
+    }
+    // The install stage's own refusal (`envbuild/python-env.sh`) is a fact about the base.
+    if tail
+        .iter()
+        .any(|l| l.contains("envbuild: BASE_HAS_NO_PYTHON"))
+    {
+        return Failure::one(
+            Diagnostic::error(
+                BASE_HAS_NO_PYTHON,
+                format!("{where_} failed: the base image has no python3 (or python) on its PATH"),
+            )
+            .with_hint(
+                "use a base with Python (leave [image] base out for the table's), or build one \
+                 FROM this image that installs python3 with python3-venv or python3-pip",
+            ),
+        );
     }
     let output = if tail.is_empty() {
         String::new()
@@ -658,6 +709,7 @@ mod tests {
             extra_tags: vec![],
             extra_labels: BTreeMap::new(),
             rebuild: false,
+            build_args: BTreeMap::new(),
         };
         assert_eq!(req.primary_tag(), "myenv:runtime-0123456789ab");
         assert_eq!(req.labels()[LABEL_VARIANT], "runtime");
@@ -677,6 +729,50 @@ mod tests {
         assert_eq!(d.code, codes::BUILD_STEP_FAILED);
         assert!(d.message.contains("step 2/3 `RUN exit 3`"), "{}", d.message);
         assert!(d.message.contains("| boom"));
+    }
+
+    #[test]
+    fn step_output_loses_its_colour_marks() {
+        assert_eq!(strip_sgr("\u{1b}[91mboom\u{1b}[0m"), "boom");
+        assert_eq!(strip_sgr("a\u{1b}[1;31mb"), "ab");
+        assert_eq!(
+            strip_sgr("keep \u{1b}[x and \u{1b}"),
+            "keep \u{1b}[x and \u{1b}"
+        );
+        let mut log = BuildLog::default();
+        log.text(
+            "\u{1b}[91menvbuild: BASE_HAS_NO_PYTHON: x\n\u{1b}[0mRemoving intermediate container 1\n",
+            &mut |_| {},
+        );
+        assert_eq!(
+            log.tail.iter().collect::<Vec<_>>(),
+            ["envbuild: BASE_HAS_NO_PYTHON: x"]
+        );
+    }
+
+    #[test]
+    fn the_install_stages_refusal_is_base_has_no_python() {
+        let mut tail = VecDeque::new();
+        tail.push_back(
+            "envbuild: BASE_HAS_NO_PYTHON: the base image has no python3 (or python) on its PATH"
+                .to_string(),
+        );
+        let f = step_failure(
+            "The command '/bin/sh -c sh /tmp/envbuild/python-env.sh venv' returned a non-zero code: 3",
+            Some(&(4, 20, "RUN sh /tmp/envbuild/python-env.sh venv".into())),
+            &tail,
+            "unix:///x",
+        );
+        assert_eq!(f.diagnostics[0].code, BASE_HAS_NO_PYTHON);
+        assert!(f.diagnostics[0]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("python3"));
+        // Another step's output that merely mentions the code is not enough.
+        tail[0] = "echo BASE_HAS_NO_PYTHON".into();
+        let f = step_failure("returned a non-zero code: 1", None, &tail, "unix:///x");
+        assert_eq!(f.diagnostics[0].code, codes::BUILD_STEP_FAILED);
     }
 
     #[test]

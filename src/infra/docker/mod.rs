@@ -48,6 +48,8 @@ pub mod codes {
     pub const VERDICT_MISSING: Code = "VERDICT_MISSING";
     /// The engine answered the ping, then did not answer a call within its limit.
     pub const ENGINE_TIMEOUT: Code = "ENGINE_TIMEOUT";
+    /// The CA bundle named for the build (`[image] ca-bundle`, `PIP_CERT`, ...) is unusable.
+    pub const CA_BUNDLE_INVALID: Code = "CA_BUNDLE_INVALID";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
@@ -68,6 +70,7 @@ pub mod codes {
         REGISTRY_AUTH,
         VERDICT_MISSING,
         ENGINE_TIMEOUT,
+        CA_BUNDLE_INVALID,
     ];
 }
 
