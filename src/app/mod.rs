@@ -5,8 +5,10 @@
 pub mod codes;
 pub mod doctor;
 pub mod image;
+pub mod image_many;
 pub mod import;
 pub mod learn;
+pub mod matrix;
 pub mod lock;
 pub mod publish;
 pub mod render;
