@@ -98,6 +98,25 @@ pub fn run_many<'s>(
     limits: Limits,
     sink: &(dyn Fn(usize) -> Sink<'s> + Sync),
 ) -> Result<ManyRun, Failure> {
+    if jobs.iter().all(|j| j.prepared.is_err()) {
+        // Nothing to build: no engine is needed to report every spec's problem.
+        let results = jobs
+            .iter()
+            .map(|j| JobResult {
+                outcome: match &j.prepared {
+                    Err(f) if !limits.fail_fast || std::ptr::eq(j, &jobs[0]) => {
+                        JobOutcome::Failed(f.clone())
+                    }
+                    _ => JobOutcome::Cancelled,
+                },
+                elapsed: Duration::ZERO,
+            })
+            .collect();
+        return Ok(ManyRun {
+            results,
+            interrupted: false,
+        });
+    }
     let rt = docker::runtime()?;
     rt.block_on(async move {
         let signal = drun::install_interrupt()?;
@@ -106,7 +125,8 @@ pub fn run_many<'s>(
             _ = signal.clone() => return Err(drun::interrupted("connecting to the engine")),
         };
         // Fail-fast stops the runs under way through the same path as a signal.
-        let (stop_fut, stop) = futures_util::future::abortable(futures_util::future::pending::<()>());
+        let (stop_fut, stop) =
+            futures_util::future::abortable(futures_util::future::pending::<()>());
         let sig = signal.clone();
         let interrupt: drun::Interrupt = async move {
             futures_util::future::select(sig, stop_fut).await;
@@ -115,7 +135,8 @@ pub fn run_many<'s>(
         .shared();
         let stopping = AtomicBool::new(false);
         let run_one = |i: usize| {
-            let (engine, interrupt, stopping, stop) = (&engine, interrupt.clone(), &stopping, &stop);
+            let (engine, interrupt, stopping, stop) =
+                (&engine, interrupt.clone(), &stopping, &stop);
             async move {
                 let started = Instant::now();
                 let outcome = match &jobs[i].prepared {
@@ -131,8 +152,14 @@ pub fn run_many<'s>(
                         // Each spec's smoke container has its own name and cleanup label.
                         job_opts.smoke.run_id = format!("{}-{i}", opts.smoke.run_id);
                         let mut on_event = sink(i);
-                        match build_and_test(engine, &p.rendered, &job_opts, interrupt, &mut on_event)
-                            .await
+                        match build_and_test(
+                            engine,
+                            &p.rendered,
+                            &job_opts,
+                            interrupt,
+                            &mut on_event,
+                        )
+                        .await
                         {
                             Ok(run) => JobOutcome::Ran(run),
                             Err(_) if stopping.load(Ordering::Relaxed) => JobOutcome::Cancelled,
@@ -140,11 +167,20 @@ pub fn run_many<'s>(
                         }
                     }
                 };
-                if limits.fail_fast && !matches!(outcome, JobOutcome::Cancelled) && !outcome.passed() {
+                if limits.fail_fast
+                    && !matches!(outcome, JobOutcome::Cancelled)
+                    && !outcome.passed()
+                {
                     stopping.store(true, Ordering::Relaxed);
                     stop.abort();
                 }
-                (i, JobResult { outcome, elapsed: started.elapsed() })
+                (
+                    i,
+                    JobResult {
+                        outcome,
+                        elapsed: started.elapsed(),
+                    },
+                )
             }
         };
         let mut results: Vec<(usize, JobResult)> = futures_util::stream::iter(0..jobs.len())

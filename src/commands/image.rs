@@ -84,12 +84,8 @@ pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, F
     super::eprint_diagnostics(&checked.diagnostics);
     let opts = options(&args);
     let progress = ProgressMode::detect(args.verbose);
-    let rendered = crate::app::image::rendered_image(
-        &lock,
-        &opts.variants,
-        args.templates.as_deref(),
-        &spec,
-    )?;
+    let rendered =
+        crate::app::image::rendered_image(&lock, &opts.variants, args.templates.as_deref(), &spec)?;
     let mut display = Display::new(progress, "");
     match crate::app::image::run(&rendered, &opts, &mut |e| display.event(e))? {
         Ok(result) => report_run(

@@ -66,7 +66,11 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     };
     let labels: Vec<String> = jobs.iter().map(|j| j.label.clone()).collect();
     let sink = |i: usize| -> image_many::Sink<'_> {
-        eprintln!("[{}] started ({})", labels[i], crate::core::diag::shown(&jobs[i].spec));
+        eprintln!(
+            "[{}] started ({})",
+            labels[i],
+            crate::core::diag::shown(&jobs[i].spec)
+        );
         let mut display = Display::new(mode, &format!("{}/", labels[i]));
         Box::new(move |e| display.event(e))
     };
@@ -79,7 +83,10 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     let table_text = summary_table(&rows);
     if let Some(path) = &args.junit {
         let cancelled = cancelled_failure();
-        super::write_junit(path, &suites(&jobs, &run.results, &opts.variants, &cancelled))?;
+        super::write_junit(
+            path,
+            &suites(&jobs, &run.results, &opts.variants, &cancelled),
+        )?;
     }
     let all_passed = run.results.iter().all(|r| r.outcome.passed());
     if args.json {
@@ -90,7 +97,9 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     }
     report_failures(table, &jobs, &run.results);
     if run.interrupted {
-        return Err(crate::infra::docker::run::interrupted("the runs of several specs"));
+        return Err(crate::infra::docker::run::interrupted(
+            "the runs of several specs",
+        ));
     }
     Ok(if all_passed { exit::OK } else { exit::FAILURE })
 }
@@ -218,10 +227,7 @@ pub fn summary_table(rows: &[Row]) -> String {
         out.push_str(&line(c));
     }
     let passed = rows.iter().filter(|r| r.smoke.starts_with("pass")).count();
-    out.push_str(&format!(
-        "{passed} of {} passed\n",
-        rows.len()
-    ));
+    out.push_str(&format!("{passed} of {} passed\n", rows.len()));
     out
 }
 
@@ -285,10 +291,7 @@ fn document(
         .map(|(job, r)| {
             let mut doc = serde_json::Map::new();
             doc.insert("name".into(), job.label.clone().into());
-            doc.insert(
-                "spec".into(),
-                crate::core::diag::shown(&job.spec).into(),
-            );
+            doc.insert("spec".into(), crate::core::diag::shown(&job.spec).into());
             let mut diagnostics = match &job.prepared {
                 Ok(p) => p.warnings.clone(),
                 Err(_) => Vec::new(),

@@ -3,12 +3,14 @@
 //! `tests/fixtures/fake_torch.py` writes).
 
 mod architecture;
+mod ci_docs;
 mod cli;
 mod confinement;
 mod doctor;
 mod import;
 mod learn;
 mod lock;
+mod matrix;
 mod one_validation;
 mod readme;
 mod render;
