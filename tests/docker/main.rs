@@ -36,6 +36,7 @@ mod support;
 mod bench;
 mod docker;
 mod learn;
+mod many;
 mod push;
 
 /// A trial that runs `f`, turning a [`engine_support::Skip`] unwind into "ignored, reason".
@@ -153,6 +154,7 @@ fn main() {
     all.extend(docker::trials());
     all.extend(bench::trials());
     all.extend(learn::trials());
+    all.extend(many::trials());
     all.extend(push::trials());
     libtest_mimic::run(&args, all).exit();
 }
