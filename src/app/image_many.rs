@@ -102,11 +102,11 @@ pub fn run_many<'s>(
         // Nothing to build: no engine is needed to report every spec's problem.
         let results = jobs
             .iter()
-            .map(|j| JobResult {
+            .enumerate()
+            .map(|(i, j)| JobResult {
                 outcome: match &j.prepared {
-                    Err(f) if !limits.fail_fast || std::ptr::eq(j, &jobs[0]) => {
-                        JobOutcome::Failed(f.clone())
-                    }
+                    // Under fail-fast the first failure cancels the rest, as with an engine.
+                    Err(f) if !limits.fail_fast || i == 0 => JobOutcome::Failed(f.clone()),
                     _ => JobOutcome::Cancelled,
                 },
                 elapsed: Duration::ZERO,
@@ -162,7 +162,15 @@ pub fn run_many<'s>(
                         .await
                         {
                             Ok(run) => JobOutcome::Ran(run),
-                            Err(_) if stopping.load(Ordering::Relaxed) => JobOutcome::Cancelled,
+                            // Stopped by fail-fast (not a failure of its own).
+                            Err(f)
+                                if stopping.load(Ordering::Relaxed)
+                                    && f.diagnostics.iter().any(|d| {
+                                        d.code == crate::infra::docker::codes::INTERRUPTED
+                                    }) =>
+                            {
+                                JobOutcome::Cancelled
+                            }
                             Err(f) => JobOutcome::Failed(f),
                         }
                     }

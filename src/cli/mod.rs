@@ -145,7 +145,8 @@ impl ExpectArg {
 #[derive(Debug, Args)]
 #[command(after_help = exit_codes!(
     "every image built and every required smoke check passed",
-    "a build failed, a required smoke check failed, or the smoke test could not run"
+    "a build failed, a required smoke check failed, or the smoke test could not run\n     \
+     (with several specs: in any of them; the others still ran unless --fail-fast)"
 ))]
 pub struct ImageArgs {
     /// The spec file; or several, or folders (every `*/envbuild.toml` directly under a folder,

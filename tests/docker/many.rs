@@ -4,9 +4,15 @@
 
 use crate::docker::{envbuild, nonce};
 use crate::engine_support as support;
+use envbuild::infra::docker;
+use std::time::{Duration, Instant};
 
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    trials![several_specs_build_and_test_in_parallel_with_one_report]
+    trials![
+        several_specs_build_and_test_in_parallel_with_one_report,
+        sigint_stops_every_spec_and_removes_every_smoke_container,
+        fail_fast_stops_the_spec_under_way,
+    ]
 }
 
 fn several_specs_build_and_test_in_parallel_with_one_report() {
@@ -126,4 +132,160 @@ fn several_specs_build_and_test_in_parallel_with_one_report() {
     d.remove_image(&good_tag);
     d.remove_image(&bad_tag);
     d.assert_no_smoke_container("after several specs");
+}
+
+/// The Debian test base with a `torch` whose import never returns (TEST FIXTURE): the build
+/// (pip, useradd) works, the smoke test hangs at `import torch`.
+fn torch_import_hangs_image(d: &support::Docker) -> String {
+    let base = support::debian_python_image(d);
+    let mut files = std::collections::BTreeMap::new();
+    files.insert(
+        "torch/__init__.py".to_string(),
+        b"# TEST FIXTURE: an import that never returns (envbuild's Ctrl-C test).\n\
+          import time\ntime.sleep(600)\n"
+            .to_vec(),
+    );
+    let dockerfile = format!("FROM {base}\nCOPY torch/ /usr/lib/python3/dist-packages/torch/\n");
+    let req = docker::build::BuildRequest {
+        lock_hash: support::fake_lock_hash(&format!("{dockerfile}{:?}", files)),
+        files: {
+            files.insert("Dockerfile".into(), dockerfile.into_bytes());
+            files
+        },
+        dockerfile: "Dockerfile".into(),
+        target: String::new(),
+        image_name: "envbuild-test/debian-hanging-torch".into(),
+        variant: "base".into(),
+        summary: "{}".into(),
+        extra_tags: vec![],
+        extra_labels: std::collections::BTreeMap::new(),
+        rebuild: false,
+    };
+    d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
+        .unwrap_or_else(|f| panic!("building the hanging-torch base: {f}"));
+    req.primary_tag()
+}
+
+/// Ctrl-C while two specs' smoke tests run at once: envbuild exits 1 with `INTERRUPTED`, still
+/// prints its one JSON document, and leaves neither smoke container behind.
+fn sigint_stops_every_spec_and_removes_every_smoke_container() {
+    let test = "sigint_stops_every_spec_and_removes_every_smoke_container";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = torch_import_hangs_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let n = nonce();
+    for name in ["one", "two"] {
+        let spec = dir.path().join(name).join("envbuild.toml");
+        std::fs::create_dir_all(spec.parent().unwrap()).unwrap();
+        std::fs::write(&spec, support::spec_on_base(&format!("{name}-{n}"), &base)).unwrap();
+    }
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
+        .arg("image")
+        .arg(dir.path())
+        .args(["--gpus", "none", "--update-lock", "--jobs", "2", "--json"])
+        .args(["--timeout", "300"])
+        .env("ENVBUILD_RUN_ID", support::run_prefix())
+        .env("ENVBUILD_CACHE_DIR", dir.path().join("cache"))
+        .env("CI", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Both smoke containers run before the signal.
+    let deadline = Instant::now() + Duration::from_secs(240);
+    while d.smoke_containers().len() < 2 {
+        if Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "two smoke containers never ran at once:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "envbuild did not exit after SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("INTERRUPTED"), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{doc}");
+    d.assert_no_smoke_container("after SIGINT with two specs");
+    assert!(runs.iter().all(|r| r["verdict"] == "error"), "{doc}");
+    // The images were built before the signal: the summary names them.
+    for row in doc["summary"].as_array().unwrap() {
+        d.remove_image(row["image"].as_str().unwrap());
+    }
+}
+
+/// `--fail-fast --jobs 2`: a spec that fails stops the other one mid-smoke-test (its
+/// container removed), which is reported `cancelled`; exit 1.
+fn fail_fast_stops_the_spec_under_way() {
+    let test = "fail_fast_stops_the_spec_under_way";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let hanging = torch_import_hangs_image(&d);
+    let bad = support::debian_python_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let n = nonce();
+    for (name, base) in [("a-hangs", &hanging), ("b-fails", &bad)] {
+        let spec = dir.path().join(name).join("envbuild.toml");
+        std::fs::create_dir_all(spec.parent().unwrap()).unwrap();
+        std::fs::write(&spec, support::spec_on_base(&format!("{name}-{n}"), base)).unwrap();
+    }
+    let started = Instant::now();
+    let out = envbuild()
+        .arg("image")
+        .arg(dir.path())
+        .args([
+            "--gpus",
+            "none",
+            "--update-lock",
+            "--jobs",
+            "2",
+            "--fail-fast",
+            "--json",
+        ])
+        .args(["--timeout", "300"])
+        .env("ENVBUILD_CACHE_DIR", dir.path().join("cache"))
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(200),
+        "the hanging smoke test was not stopped: {err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    assert_eq!(doc["runs"][0]["verdict"], "cancelled", "{doc}");
+    assert_eq!(doc["runs"][1]["verdict"], "fail", "{doc}");
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("a-hangs") && l.contains("cancelled")),
+        "{err}"
+    );
+    d.assert_no_smoke_container("after --fail-fast");
+    for row in doc["summary"].as_array().unwrap() {
+        d.remove_image(row["image"].as_str().unwrap());
+    }
 }
