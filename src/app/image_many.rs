@@ -90,17 +90,24 @@ pub struct Limits {
 /// A sink for the progress of job `i`.
 pub type Sink<'s> = Box<dyn FnMut(ImageEvent<'_>) + Send + 's>;
 
+/// Where progress goes: `start(i)` when job `i` starts gives the sink of its events;
+/// `done(i, result)` when it ends (cancelled jobs included).
+pub struct Progress<'p, 's> {
+    pub start: &'p (dyn Fn(usize) -> Sink<'s> + Sync),
+    pub done: &'p (dyn Fn(usize, &JobResult) + Sync),
+}
+
 /// Run every job (at most `limits.jobs` at once, in list order as slots free up) and return
 /// their results. `Err`: nothing ran (no async runtime, no signal handlers, no engine).
 pub fn run_many<'s>(
     jobs: &[Job],
     opts: &ImageOptions,
     limits: Limits,
-    sink: &(dyn Fn(usize) -> Sink<'s> + Sync),
+    progress: Progress<'_, 's>,
 ) -> Result<ManyRun, Failure> {
     if jobs.iter().all(|j| j.prepared.is_err()) {
         // Nothing to build: no engine is needed to report every spec's problem.
-        let results = jobs
+        let results: Vec<JobResult> = jobs
             .iter()
             .enumerate()
             .map(|(i, j)| JobResult {
@@ -112,6 +119,9 @@ pub fn run_many<'s>(
                 elapsed: Duration::ZERO,
             })
             .collect();
+        for (i, r) in results.iter().enumerate() {
+            (progress.done)(i, r);
+        }
         return Ok(ManyRun {
             results,
             interrupted: false,
@@ -151,7 +161,7 @@ pub fn run_many<'s>(
                         let mut job_opts = opts.clone();
                         // Each spec's smoke container has its own name and cleanup label.
                         job_opts.smoke.run_id = format!("{}-{i}", opts.smoke.run_id);
-                        let mut on_event = sink(i);
+                        let mut on_event = (progress.start)(i);
                         match build_and_test(
                             engine,
                             &p.rendered,
@@ -182,13 +192,12 @@ pub fn run_many<'s>(
                     stopping.store(true, Ordering::Relaxed);
                     stop.abort();
                 }
-                (
-                    i,
-                    JobResult {
-                        outcome,
-                        elapsed: started.elapsed(),
-                    },
-                )
+                let result = JobResult {
+                    outcome,
+                    elapsed: started.elapsed(),
+                };
+                (progress.done)(i, &result);
+                (i, result)
             }
         };
         let mut results: Vec<(usize, JobResult)> = futures_util::stream::iter(0..jobs.len())

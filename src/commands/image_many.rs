@@ -78,7 +78,24 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
         jobs: usize::from(args.jobs),
         fail_fast: args.fail_fast,
     };
-    let run = image_many::run_many(&jobs, &opts, limits, &sink)?;
+    let done = |i: usize, r: &JobResult| {
+        let verdict = match &r.outcome {
+            JobOutcome::Ran(_) if r.outcome.passed() => "pass".to_string(),
+            JobOutcome::Ran(_) => "fail".to_string(),
+            JobOutcome::Failed(f) => code_of(f),
+            JobOutcome::Cancelled => "cancelled".to_string(),
+        };
+        eprintln!(
+            "[{}] done: {verdict} in {:.1}s",
+            labels[i],
+            r.elapsed.as_secs_f64()
+        );
+    };
+    let progress = image_many::Progress {
+        start: &sink,
+        done: &done,
+    };
+    let run = image_many::run_many(&jobs, &opts, limits, progress)?;
     let rows = summary_rows(&jobs, &run.results, &opts.variants);
     let table_text = summary_table(&rows);
     if let Some(path) = &args.junit {
