@@ -9,10 +9,12 @@ pub const OUTPUT_EXISTS: Code = "OUTPUT_EXISTS";
 pub const LOCK_STALE: Code = "LOCK_STALE";
 /// `--locked`: there is no lock on disk.
 pub const LOCK_MISSING: Code = "LOCK_MISSING";
+/// `image SPEC... --fail-fast`: a spec not run (or stopped) because another one failed.
+pub const CANCELLED: Code = "CANCELLED";
 
 /// Every diagnostic code envbuild can emit, sorted, for the README check.
 pub fn all() -> Vec<&'static str> {
-    let mut v = vec![OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING];
+    let mut v = vec![OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING, CANCELLED];
     v.push(crate::core::lock::INVALID_LOCK);
     v.extend_from_slice(crate::core::closure::codes::ALL);
     v.extend_from_slice(crate::core::diag::codes::ALL);

@@ -5,9 +5,11 @@
 pub mod codes;
 pub mod doctor;
 pub mod image;
+pub mod image_many;
 pub mod import;
 pub mod learn;
 pub mod lock;
+pub mod matrix;
 pub mod publish;
 pub mod render;
 pub mod smoke;

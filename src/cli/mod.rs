@@ -56,6 +56,8 @@ pub enum Command {
     Image(ImageArgs),
     /// Run the smoke test against an existing image, without building.
     Test(TestArgs),
+    /// Print a CI matrix: one entry per spec, variant and platform, with its image tag.
+    Matrix(MatrixArgs),
     /// Run the smoke test in a Python environment of yours.
     Smoke(SmokeArgs),
     /// Check this host (driver, GPUs, container GPU runtime) against a lock, or alone.
@@ -153,11 +155,23 @@ impl ExpectArg {
 #[derive(Debug, Args)]
 #[command(after_help = exit_codes!(
     "every image built and every required smoke check passed",
-    "a build failed, a required smoke check failed, or the smoke test could not run"
+    "a build failed, a required smoke check failed, or the smoke test could not run\n     \
+     (with several specs: in any of them; the others still ran unless --fail-fast)"
 ))]
 pub struct ImageArgs {
-    /// The spec file.
-    pub spec: PathBuf,
+    /// The spec file; or several, or folders (every `*/envbuild.toml` directly under a folder,
+    /// sorted): each spec is built and tested, then one summary table, JUnit file or JSON
+    /// document reports them all.
+    #[arg(required = true, value_name = "SPEC|DIR")]
+    pub specs: Vec<PathBuf>,
+    /// With several specs: how many are built and tested at once (builds are heavy: 1 keeps
+    /// one build's CPU, disk and memory at a time; raise it on a large machine).
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub jobs: u16,
+    /// With several specs: after the first failure, stop the runs under way (their smoke
+    /// containers are removed) and start no other.
+    #[arg(long)]
+    pub fail_fast: bool,
     /// Which variant(s) to build.
     #[arg(long, value_enum, default_value = "runtime")]
     pub variant: VariantArg,
@@ -202,6 +216,48 @@ pub struct ImageArgs {
     /// beside it (tag `...verdict`); skip build and test when the registry already holds both.
     #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
     pub push: Option<crate::core::registry::Repository>,
+}
+
+/// `matrix --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MatrixFormat {
+    /// The `strategy.matrix` object (`{"include":[...]}`) on one line, for `fromJSON`.
+    Github,
+    /// A `parallel: matrix:` block (variables `ENVBUILD_SPEC`, `ENVBUILD_VARIANT`, ...).
+    Gitlab,
+    /// A pretty JSON document `{"matrix": [...]}`.
+    Json,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = exit_codes!(
+    before: "\
+Every entry has: name, spec, variant, platform, gpus (`yes` when the smoke test needs a GPU
+runner), image (the content-addressed tag `envbuild image` builds). Locks must be current (as
+`lock --locked`); nothing is written. docs/ci.md shows GitHub Actions and GitLab CI workflows.",
+    "the matrix was printed",
+    "a spec or its lock is missing, invalid or stale"
+))]
+pub struct MatrixArgs {
+    /// Spec files, or folders (every `*/envbuild.toml` directly under a folder, sorted).
+    #[arg(required = true, value_name = "SPEC|DIR")]
+    pub specs: Vec<PathBuf>,
+    /// The CI system the matrix is for.
+    #[arg(long, value_enum)]
+    pub format: MatrixFormat,
+    /// Only this variant (default: every variant each lock declares).
+    #[arg(long, value_enum)]
+    pub variant: Option<MatrixVariant>,
+    /// Add `pushed`: the name `image --push REGISTRY/REPO` gives each image in the registry.
+    #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
+    pub repo: Option<crate::core::registry::Repository>,
+}
+
+/// `matrix --variant`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MatrixVariant {
+    Runtime,
+    Dev,
 }
 
 /// `--pull`.

@@ -39,7 +39,7 @@ impl ProgressMode {
 }
 
 /// The use case's options the CLI flags ask for.
-fn options(args: &ImageArgs) -> ImageOptions {
+pub(super) fn options(args: &ImageArgs) -> ImageOptions {
     ImageOptions {
         variants: variants(args.variant),
         tags: args.tags.clone(),
@@ -71,8 +71,13 @@ fn variants(v: VariantArg) -> Vec<String> {
 }
 
 /// `envbuild image SPEC`: lock check (or `--update-lock`), render, build, smoke test, report.
+/// Several specs, or a folder, go to `image_many`.
 pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
-    let checked = crate::app::image::check_lock(table, &args.spec, args.update_lock)?;
+    let spec = match args.specs.as_slice() {
+        [one] if !one.is_dir() => one.clone(),
+        _ => return super::image_many::run(table, args),
+    };
+    let checked = crate::app::image::check_lock(table, &spec, args.update_lock)?;
     // A stale or failing lock is the run's failure, so `--json` and `--junit` report it too.
     let Some(lock) = checked.lock else {
         return Err(Failure::new(checked.diagnostics));
@@ -80,15 +85,10 @@ pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, F
     super::eprint_diagnostics(&checked.diagnostics);
     let opts = options(&args);
     let progress = ProgressMode::detect(args.verbose);
-    let mut rendered = crate::app::image::rendered_image(
-        &lock,
-        &opts.variants,
-        args.templates.as_deref(),
-        &args.spec,
-    )?;
-    let ca = crate::app::image::add_ca_bundle(&mut rendered, &lock, &args.spec, |k| {
-        std::env::var(k).ok()
-    })?;
+    let mut rendered =
+        crate::app::image::rendered_image(&lock, &opts.variants, args.templates.as_deref(), &spec)?;
+    let ca =
+        crate::app::image::add_ca_bundle(&mut rendered, &lock, &spec, |k| std::env::var(k).ok())?;
     if let Some(origin) = ca {
         eprintln!("note: the build trusts the CA bundle of {origin}; no image keeps it");
     }
@@ -99,10 +99,7 @@ pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, F
             names.join(", ")
         );
     }
-    let mut display = Display {
-        mode: progress,
-        build: None,
-    };
+    let mut display = Display::new(progress, "");
     match crate::app::image::run(&rendered, &opts, &mut |e| display.event(e))? {
         Ok(result) => report_run(
             &rendered,
@@ -129,6 +126,16 @@ fn report_run(
     junit: Option<&Path>,
     row: (&crate::core::compat::Table, &crate::core::lock::Lock),
 ) -> Result<i32, Failure> {
+    let extra = run_json(rendered, &result);
+    report(result.smokes, json, junit, extra, Some(row))
+}
+
+/// The `--json` fields of one spec's run besides its smoke verdicts: builds, lock hash, what
+/// was pushed, and `skipped: registry`.
+pub(super) fn run_json(
+    rendered: &RenderedImage,
+    result: &ImageRun,
+) -> serde_json::Map<String, serde_json::Value> {
     let mut extra = serde_json::Map::new();
     extra.insert(
         "builds".into(),
@@ -162,7 +169,7 @@ fn report_run(
         // Nothing was built or tested: the registry's verdict for this digest stands.
         extra.insert("skipped".into(), "registry".into());
     }
-    report(result.smokes, json, junit, extra, Some(row))
+    extra
 }
 
 /// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
@@ -185,13 +192,89 @@ fn report_failure(
 }
 
 /// Shows the use case's progress on stderr: one [`Progress`] per build, a line per smoke test.
-struct Display {
+/// With several specs, every line names the spec: `[SPEC/VARIANT]`.
+pub(super) struct Display {
     mode: ProgressMode,
     build: Option<Progress>,
+    /// `""` for one spec, `LABEL/` for several.
+    prefix: String,
 }
 
 impl Display {
-    fn event(&mut self, event: ImageEvent<'_>) {
+    pub(super) fn new(mode: ProgressMode, prefix: &str) -> Self {
+        Display {
+            mode,
+            build: None,
+            prefix: prefix.to_string(),
+        }
+    }
+
+    pub(super) fn event(&mut self, event: ImageEvent<'_>) {
+        if self.prefix.is_empty() {
+            self.shown(event)
+        } else {
+            self.prefixed(event)
+        }
+    }
+
+    /// The same lines with `[LABEL/VARIANT]`: the variant names carry the prefix.
+    fn prefixed(&mut self, event: ImageEvent<'_>) {
+        let p = self.prefix.clone();
+        let with = |v: &str| format!("{p}{v}");
+        match event {
+            ImageEvent::BuildStarted { variant } => self.shown(ImageEvent::BuildStarted {
+                variant: &with(variant),
+            }),
+            ImageEvent::Build { variant, event } => self.shown(ImageEvent::Build {
+                variant: &with(variant),
+                event,
+            }),
+            ImageEvent::BuildFinished { variant, outcome } => {
+                self.shown(ImageEvent::BuildFinished {
+                    variant: &with(variant),
+                    outcome,
+                })
+            }
+            ImageEvent::SmokeReused { variant, tag } => self.shown(ImageEvent::SmokeReused {
+                variant: &with(variant),
+                tag,
+            }),
+            ImageEvent::SmokeStarted { variant, tag, mode } => {
+                self.shown(ImageEvent::SmokeStarted {
+                    variant: &with(variant),
+                    tag,
+                    mode,
+                })
+            }
+            ImageEvent::RegistryBuilds { variant, reason } => {
+                self.shown(ImageEvent::RegistryBuilds {
+                    variant: &with(variant),
+                    reason,
+                })
+            }
+            ImageEvent::Push { variant, progress } => self.shown(ImageEvent::Push {
+                variant: &with(variant),
+                progress,
+            }),
+            ImageEvent::NotPushed { variant } => self.shown(ImageEvent::NotPushed {
+                variant: &with(variant),
+            }),
+            ImageEvent::RegistryHolds {
+                published: pb,
+                tested_at,
+            } => eprintln!(
+                "[{p}{}] {} ({}) passed its smoke test ({} mode, {tested_at}) per its verdict \
+                 in the registry: build and test skipped",
+                pb.variant, pb.image, pb.digest, pb.verdict_mode
+            ),
+            ImageEvent::Pushed { published: pb } => eprintln!(
+                "[{p}{}] pushed {} ({}) and its verdict {}",
+                pb.variant, pb.image, pb.digest, pb.verdict
+            ),
+        }
+    }
+
+    fn shown(&mut self, event: ImageEvent<'_>) {
         match event {
             ImageEvent::BuildStarted { variant } => {
                 self.build = Some(Progress::new(self.mode, variant));

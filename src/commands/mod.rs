@@ -2,8 +2,10 @@
 //! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
 
 mod image;
+mod image_many;
 mod import;
 mod lock;
+mod matrix;
 mod render;
 mod table;
 mod test;
@@ -61,7 +63,14 @@ fn junit_requested(command: &Command) -> Option<(std::path::PathBuf, String)> {
     let (path, suite) = match command {
         Command::Image(a) => (
             a.junit.as_ref(),
-            format!("envbuild image {}", crate::core::diag::shown(&a.spec)),
+            format!(
+                "envbuild image {}",
+                a.specs
+                    .iter()
+                    .map(|s| crate::core::diag::shown(s))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
         ),
         Command::Test(a) => (a.junit.as_ref(), a.image.clone()),
         Command::Smoke(a) => (a.junit.as_ref(), "envbuild.smoke".to_string()),
@@ -100,7 +109,7 @@ fn json_requested(command: &Command) -> Option<JsonShape> {
         Command::Smoke(a) => (a.json, JsonShape::Verdict),
         Command::Doctor(a) => (a.json, JsonShape::Verdict),
         Command::ShowTable(a) => (a.json, JsonShape::Verdict),
-        Command::Import(_) | Command::Render(_) | Command::Templates(_) => {
+        Command::Import(_) | Command::Render(_) | Command::Templates(_) | Command::Matrix(_) => {
             (false, JsonShape::Verdict)
         }
     };
@@ -133,6 +142,7 @@ fn run_command(cli: Cli) -> Result<i32, Failure> {
         Command::Templates(cmd) => render::templates(&cmd),
         Command::Image(args) => image::run(&table, args),
         Command::Test(args) => test::run(&table, args),
+        Command::Matrix(args) => matrix::run(&table, &args),
     }
 }
 

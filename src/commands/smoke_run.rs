@@ -71,23 +71,7 @@ pub fn report(
             "verdict".into(),
             (if all_passed { "pass" } else { "fail" }).into(),
         );
-        let smoke: Vec<serde_json::Value> = results
-            .iter()
-            .map(|r| match &r.outcome {
-                Ok(o) => serde_json::json!({
-                    "image": r.name,
-                    "passed": o.report.passed(o.exit_code),
-                    "reused": r.reused,
-                    "exit_code": o.exit_code,
-                    "report": o.report,
-                }),
-                Err(f) => serde_json::json!({
-                    "image": r.name,
-                    "passed": false,
-                    "error": f.diagnostics,
-                }),
-            })
-            .collect();
+        let smoke: Vec<serde_json::Value> = results.iter().map(smoke_json).collect();
         doc.insert("smoke".into(), smoke.into());
         doc.insert("diagnostics".into(), serde_json::json!(warnings));
         super::print_json(&doc)?;
@@ -127,6 +111,24 @@ pub fn report(
         Some(f) => Err(f),
         None if all_passed => Ok(crate::core::diag::exit::OK),
         None => Ok(crate::core::diag::exit::FAILURE),
+    }
+}
+
+/// One image's entry in a `--json` document's `smoke` list.
+pub fn smoke_json(r: &SmokeResult) -> serde_json::Value {
+    match &r.outcome {
+        Ok(o) => serde_json::json!({
+            "image": r.name,
+            "passed": o.report.passed(o.exit_code),
+            "reused": r.reused,
+            "exit_code": o.exit_code,
+            "report": o.report,
+        }),
+        Err(f) => serde_json::json!({
+            "image": r.name,
+            "passed": false,
+            "error": f.diagnostics,
+        }),
     }
 }
 

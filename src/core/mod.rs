@@ -13,6 +13,7 @@ pub mod host;
 pub mod import;
 pub mod learn;
 pub mod lock;
+pub mod matrix;
 pub mod registry;
 pub mod render;
 pub mod report;

@@ -72,6 +72,42 @@ impl Input {
     }
 }
 
+/// The specs that `SPEC...|DIR` arguments name: a file stands for itself, a folder for its own
+/// `envbuild.toml` when it has one, else for every `*/envbuild.toml` directly under it, sorted
+/// by path (so the same tree gives the same order).
+/// A path named twice counts once. A folder without one is a usage error, naming the pattern.
+pub fn spec_files(args: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for arg in args {
+        let found = if arg.join("envbuild.toml").is_file() {
+            vec![arg.join("envbuild.toml")]
+        } else if arg.is_dir() {
+            let entries = std::fs::read_dir(arg).map_err(|e| Failure::io(arg, &e))?;
+            let mut specs: Vec<PathBuf> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path().join("envbuild.toml"))
+                .filter(|p| p.is_file())
+                .collect();
+            specs.sort();
+            if specs.is_empty() {
+                return Err(Failure::usage(
+                    format!("`{}` holds no `*/envbuild.toml`", shown(arg)),
+                    Some("name spec files, or a folder with one sub-folder per spec".into()),
+                ));
+            }
+            specs
+        } else {
+            vec![arg.clone()]
+        };
+        for p in found {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Read a user file as UTF-8 text, refusing huge and binary files with a clear error.
 pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     let (name, size, format) = kind.words();

@@ -38,6 +38,7 @@ mod bench;
 mod closure;
 mod docker;
 mod learn;
+mod many;
 mod push;
 
 /// A trial that runs `f`, turning a [`engine_support::Skip`] unwind into "ignored, reason".
@@ -157,6 +158,7 @@ fn main() {
     all.extend(docker::trials());
     all.extend(bench::trials());
     all.extend(learn::trials());
+    all.extend(many::trials());
     all.extend(push::trials());
     all.extend(closure::trials());
     libtest_mimic::run(&args, all).exit();

@@ -4,6 +4,7 @@
 
 mod architecture;
 mod children;
+mod ci_docs;
 mod cli;
 mod closure;
 mod confinement;
@@ -12,6 +13,7 @@ mod engine_faults;
 mod import;
 mod learn;
 mod lock;
+mod matrix;
 mod one_validation;
 mod readme;
 mod render;

@@ -1,0 +1,215 @@
+//! `image SPEC...`: build and smoke-test several specs on one engine connection, at most N at
+//! once, each to its end whatever the others do (unless fail-fast); a signal stops them all and
+//! each run removes its own smoke container (`app::image`'s cleanup, one run id per spec).
+//! Performs I/O (files, the engine, the verdict cache); prints nothing: each spec's progress
+//! goes to a sink the caller makes for it, results come back as values.
+
+use super::image::{build_and_test, check_lock, rendered_image, ImageEvent, ImageOptions};
+use super::image::{ImageRun, RenderedImage};
+use crate::core::diag::{Diagnostic, Failure};
+use crate::core::lock::Lock;
+use crate::infra::docker::{self, run as drun};
+use futures_util::{FutureExt, StreamExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// One spec of the list: its label, path, and its lock and rendered files (or why not).
+pub struct Job {
+    pub label: String,
+    pub spec: PathBuf,
+    pub prepared: Result<Prepared, Failure>,
+}
+
+/// A spec whose lock is current (or was rewritten) and whose image files are rendered.
+pub struct Prepared {
+    pub lock: Lock,
+    pub rendered: RenderedImage,
+    /// The lock check's warnings.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Check `spec`'s lock (or rewrite it, with `update_lock`) and render its image for `variants`.
+pub fn prepare(
+    table: &crate::core::compat::Table,
+    spec: &Path,
+    update_lock: bool,
+    variants: &[String],
+    templates: Option<&Path>,
+) -> Result<Prepared, Failure> {
+    let checked = check_lock(table, spec, update_lock)?;
+    let Some(lock) = checked.lock else {
+        return Err(Failure::new(checked.diagnostics));
+    };
+    let rendered = rendered_image(&lock, variants, templates, spec)?;
+    Ok(Prepared {
+        lock,
+        rendered,
+        warnings: checked.diagnostics,
+    })
+}
+
+/// How one spec's run ended.
+pub enum JobOutcome {
+    /// Built and tested (some smoke tests may have failed: see `ImageRun::smokes`).
+    Ran(ImageRun),
+    /// The lock, the render, a build or the run failed, or a signal stopped it.
+    Failed(Failure),
+    /// Not started, or stopped, because another spec failed under fail-fast.
+    Cancelled,
+}
+
+impl JobOutcome {
+    pub fn passed(&self) -> bool {
+        match self {
+            JobOutcome::Ran(r) => r.smokes.iter().all(super::test::SmokeResult::passed),
+            _ => false,
+        }
+    }
+}
+
+/// One spec's result, in the order of the job list.
+pub struct JobResult {
+    pub outcome: JobOutcome,
+    pub elapsed: Duration,
+}
+
+/// Every spec's result, and whether a signal stopped the runs.
+pub struct ManyRun {
+    pub results: Vec<JobResult>,
+    pub interrupted: bool,
+}
+
+/// How many specs run at once, and whether the first failure stops the rest.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub jobs: usize,
+    pub fail_fast: bool,
+}
+
+/// A sink for the progress of job `i`.
+pub type Sink<'s> = Box<dyn FnMut(ImageEvent<'_>) + Send + 's>;
+
+/// Where progress goes: `start(i)` when job `i` starts gives the sink of its events;
+/// `done(i, result)` when it ends (cancelled jobs included).
+pub struct Progress<'p, 's> {
+    pub start: &'p (dyn Fn(usize) -> Sink<'s> + Sync),
+    pub done: &'p (dyn Fn(usize, &JobResult) + Sync),
+}
+
+/// Run every job (at most `limits.jobs` at once, in list order as slots free up) and return
+/// their results. `Err`: nothing ran (no async runtime, no signal handlers, no engine).
+pub fn run_many<'s>(
+    jobs: &[Job],
+    opts: &ImageOptions,
+    limits: Limits,
+    progress: Progress<'_, 's>,
+) -> Result<ManyRun, Failure> {
+    if jobs.iter().all(|j| j.prepared.is_err()) {
+        // Nothing to build: no engine is needed to report every spec's problem.
+        let results: Vec<JobResult> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| JobResult {
+                outcome: match &j.prepared {
+                    // Under fail-fast the first failure cancels the rest, as with an engine.
+                    Err(f) if !limits.fail_fast || i == 0 => JobOutcome::Failed(f.clone()),
+                    _ => JobOutcome::Cancelled,
+                },
+                elapsed: Duration::ZERO,
+            })
+            .collect();
+        for (i, r) in results.iter().enumerate() {
+            (progress.done)(i, r);
+        }
+        return Ok(ManyRun {
+            results,
+            interrupted: false,
+        });
+    }
+    let rt = docker::runtime()?;
+    rt.block_on(async move {
+        let signal = drun::install_interrupt()?;
+        let engine = tokio::select! {
+            e = docker::connect() => e?,
+            _ = signal.clone() => return Err(drun::interrupted("connecting to the engine")),
+        };
+        // Fail-fast stops the runs under way through the same path as a signal.
+        let (stop_fut, stop) =
+            futures_util::future::abortable(futures_util::future::pending::<()>());
+        let sig = signal.clone();
+        let interrupt: drun::Interrupt = async move {
+            futures_util::future::select(sig, stop_fut).await;
+        }
+        .boxed()
+        .shared();
+        let stopping = AtomicBool::new(false);
+        let run_one = |i: usize| {
+            let (engine, interrupt, stopping, stop) =
+                (&engine, interrupt.clone(), &stopping, &stop);
+            async move {
+                let started = Instant::now();
+                let outcome = match &jobs[i].prepared {
+                    // Fail-fast, or a signal: what has not started does not start.
+                    _ if stopping.load(Ordering::Relaxed)
+                        || interrupt.clone().now_or_never().is_some() =>
+                    {
+                        JobOutcome::Cancelled
+                    }
+                    Err(f) => JobOutcome::Failed(f.clone()),
+                    Ok(p) => {
+                        let mut job_opts = opts.clone();
+                        // Each spec's smoke container has its own name and cleanup label.
+                        job_opts.smoke.run_id = format!("{}-{i}", opts.smoke.run_id);
+                        let mut on_event = (progress.start)(i);
+                        match build_and_test(
+                            engine,
+                            &p.rendered,
+                            &job_opts,
+                            interrupt,
+                            &mut on_event,
+                        )
+                        .await
+                        {
+                            Ok(run) => JobOutcome::Ran(run),
+                            // Stopped by fail-fast (not a failure of its own).
+                            Err(f)
+                                if stopping.load(Ordering::Relaxed)
+                                    && f.diagnostics.iter().any(|d| {
+                                        d.code == crate::infra::docker::codes::INTERRUPTED
+                                    }) =>
+                            {
+                                JobOutcome::Cancelled
+                            }
+                            Err(f) => JobOutcome::Failed(f),
+                        }
+                    }
+                };
+                if limits.fail_fast
+                    && !matches!(outcome, JobOutcome::Cancelled)
+                    && !outcome.passed()
+                {
+                    stopping.store(true, Ordering::Relaxed);
+                    stop.abort();
+                }
+                let result = JobResult {
+                    outcome,
+                    elapsed: started.elapsed(),
+                };
+                (progress.done)(i, &result);
+                (i, result)
+            }
+        };
+        let mut results: Vec<(usize, JobResult)> = futures_util::stream::iter(0..jobs.len())
+            .map(run_one)
+            .buffer_unordered(limits.jobs.max(1))
+            .collect()
+            .await;
+        results.sort_by_key(|(i, _)| *i);
+        let interrupted = signal.clone().now_or_never().is_some();
+        Ok(ManyRun {
+            results: results.into_iter().map(|(_, r)| r).collect(),
+            interrupted,
+        })
+    })
+}

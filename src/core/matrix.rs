@@ -1,0 +1,123 @@
+//! The CI matrix of `envbuild matrix`: one entry per spec × variant × platform, and its text for
+//! GitHub Actions (`strategy.matrix`), GitLab CI (`parallel: matrix:`) or JSON. Performs no I/O.
+
+use crate::core::lock::Lock;
+use serde::Serialize;
+
+/// One CI job: build and test one variant of one spec on one platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// `LABEL-VARIANT-PLATFORM`, unique in the matrix (a job's display name).
+    pub name: String,
+    /// The spec's path as given (relative paths stay relative: CI checks out the same tree).
+    pub spec: String,
+    pub variant: String,
+    pub platform: String,
+    /// `yes` when the full smoke test needs a GPU runner (a CUDA build), else `no`.
+    pub gpus: String,
+    /// The content-addressed image tag `envbuild image` builds (`NAME:VARIANT-<hash12>`).
+    pub image: String,
+    /// With `--repo REGISTRY/REPO`: where `envbuild image --push REGISTRY/REPO` pushes it
+    /// (`REGISTRY/REPO:VARIANT-<hash12>`), the name `envbuild test --show-verdict` reads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<String>,
+}
+
+/// The entries of one spec whose lock is `lock` (hash `lock_hash`), for `variants` (empty: every
+/// variant the lock declares), in the lock's variant order.
+pub fn entries(
+    label: &str,
+    spec: &str,
+    lock: &Lock,
+    lock_hash: &str,
+    image_name: &str,
+    variants: &[&str],
+    repo: Option<&str>,
+) -> Vec<Entry> {
+    let platform = lock.platform.as_str();
+    let gpus = if lock.cuda.is_empty() || lock.cuda_variant.as_deref() == Some("cpu") {
+        "no"
+    } else {
+        "yes"
+    };
+    let short = lock_hash.get(..12).unwrap_or(lock_hash);
+    lock.image
+        .variants
+        .iter()
+        .map(|v| v.as_str())
+        .filter(|v| variants.is_empty() || variants.contains(v))
+        .map(|variant| Entry {
+            name: format!("{label}-{variant}-{platform}"),
+            spec: spec.to_string(),
+            variant: variant.to_string(),
+            platform: platform.to_string(),
+            gpus: gpus.to_string(),
+            image: format!("{image_name}:{variant}-{short}"),
+            pushed: repo.map(|r| format!("{r}:{variant}-{short}")),
+        })
+        .collect()
+}
+
+/// GitHub Actions: the object for `strategy.matrix: ${{ fromJSON(...) }}`, on one line (what a
+/// step writes to `$GITHUB_OUTPUT`).
+pub fn github(entries: &[Entry]) -> String {
+    let doc = serde_json::json!({ "include": entries });
+    format!("{doc}\n")
+}
+
+/// GitLab CI: a `parallel: matrix:` block, one single-valued variable set per job, every value
+/// a double-quoted YAML string (JSON escaping is valid YAML), so no value is read as a boolean
+/// (`yes`) or a number.
+pub fn gitlab(entries: &[Entry]) -> String {
+    let q = |s: &str| serde_json::Value::from(s).to_string();
+    let mut out = String::from("parallel:\n  matrix:\n");
+    for e in entries {
+        out.push_str(&format!("    - ENVBUILD_NAME: {}\n", q(&e.name)));
+        for (k, v) in [
+            ("ENVBUILD_SPEC", &e.spec),
+            ("ENVBUILD_VARIANT", &e.variant),
+            ("ENVBUILD_PLATFORM", &e.platform),
+            ("ENVBUILD_GPUS", &e.gpus),
+            ("ENVBUILD_IMAGE", &e.image),
+        ] {
+            out.push_str(&format!("      {k}: {}\n", q(v)));
+        }
+        if let Some(p) = &e.pushed {
+            out.push_str(&format!("      ENVBUILD_PUSHED: {}\n", q(p)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> Entry {
+        Entry {
+            name: name.into(),
+            spec: "specs/a b/envbuild.toml".into(),
+            variant: "runtime".into(),
+            platform: "linux-64".into(),
+            gpus: "yes".into(),
+            image: "envbuild/a:runtime-0123456789ab".into(),
+            pushed: None,
+        }
+    }
+
+    #[test]
+    fn github_is_one_line_with_include() {
+        let text = github(&[entry("a-runtime-linux-64")]);
+        assert_eq!(text.lines().count(), 1);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["include"][0]["spec"], "specs/a b/envbuild.toml");
+        assert_eq!(v["include"][0]["gpus"], "yes");
+    }
+
+    #[test]
+    fn gitlab_quotes_every_value() {
+        let text = gitlab(&[entry("a\"x")]);
+        assert!(text.contains("ENVBUILD_NAME: \"a\\\"x\"\n"), "{text}");
+        assert!(text.contains("ENVBUILD_GPUS: \"yes\"\n"), "{text}");
+    }
+}
