@@ -34,6 +34,7 @@ mod engine_support;
 mod support;
 
 mod bench;
+mod buildkit;
 mod docker;
 mod learn;
 mod push;
@@ -152,6 +153,7 @@ fn main() {
     ];
     all.extend(docker::trials());
     all.extend(bench::trials());
+    all.extend(buildkit::trials());
     all.extend(learn::trials());
     all.extend(push::trials());
     libtest_mimic::run(&args, all).exit();
