@@ -256,6 +256,97 @@ mod tests {
         assert_eq!(parse_vertex_name("exporting to image"), None);
     }
 
+    use bollard::moby::buildkit::v1::{StatusResponse, Vertex, VertexLog};
+
+    fn vertex(digest: &str, name: &str, cached: bool, error: &str) -> Vertex {
+        Vertex {
+            digest: digest.into(),
+            name: name.into(),
+            cached,
+            started: Some(Default::default()),
+            error: error.into(),
+            ..Default::default()
+        }
+    }
+
+    fn logs(digest: &str, text: &str) -> VertexLog {
+        VertexLog {
+            vertex: digest.into(),
+            msg: text.as_bytes().to_vec(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn status_stream_becomes_steps_cache_hits_and_the_failing_steps_output() {
+        let mut status = Status::default();
+        let mut log = BuildLog::default();
+        let mut events = Vec::new();
+        let mut on = |e: BuildEvent| events.push(e);
+        let internal = vertex(
+            "d0",
+            "[internal] load build definition from Dockerfile",
+            false,
+            "",
+        );
+        let from = vertex("d1", "[runtime 1/3] FROM base:1", true, "");
+        let run = vertex("d2", "[runtime 2/3] RUN make", false, "");
+        // The same vertex arrives again when it changes: it is one step, one cache hit.
+        status.apply(
+            StatusResponse {
+                vertexes: vec![internal, from.clone(), from, run.clone()],
+                ..Default::default()
+            },
+            &mut log,
+            &mut on,
+        );
+        // Output split across messages, a carriage return, and the other vertex's line.
+        status.apply(
+            StatusResponse {
+                logs: vec![
+                    logs("d2", "compil"),
+                    logs("d2", "ing\r\nlinking\n"),
+                    logs("d0", "x\n"),
+                ],
+                ..Default::default()
+            },
+            &mut log,
+            &mut on,
+        );
+        let failed = vertex("d2", "[runtime 2/3] RUN make", false, "exit code: 2");
+        status.apply(
+            StatusResponse {
+                vertexes: vec![failed],
+                logs: vec![logs("d2", "boom")],
+                ..Default::default()
+            },
+            &mut log,
+            &mut on,
+        );
+        status.finish(&mut log, &mut on);
+        assert_eq!((log.steps, log.cached), (2, 1));
+        assert_eq!(log.step, Some((2, 3, "RUN make".into())));
+        assert_eq!(log.engine_message.as_deref(), Some("exit code: 2"));
+        assert_eq!(
+            Vec::from(log.tail.clone()),
+            vec!["compiling", "linking", "boom"]
+        );
+        let steps: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                BuildEvent::Step {
+                    index, instruction, ..
+                } => Some((*index, instruction.as_str())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(steps, vec![(1, "FROM base:1"), (2, "RUN make")]);
+        assert_eq!(
+            events.iter().filter(|e| **e == BuildEvent::Cached).count(),
+            1
+        );
+    }
+
     #[test]
     fn builder_is_chosen_from_the_engine_api() {
         assert_eq!(decide("linux", "1.41"), Builder::BuildKit);
