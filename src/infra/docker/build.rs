@@ -190,10 +190,8 @@ pub async fn build_pulling(
     let started = Instant::now();
     let tags = checked_tags(req)?;
     let primary = tags[0].clone();
-    let builder = super::buildkit::choose(engine).await;
-    let dockerfile_name = dockerfile_for(req, &builder);
-    let (dockerfile, context) = labelled_context(req, &dockerfile_name)?;
-    let outcome = |image_id: String, log: Option<&BuildLog>| BuildOutcome {
+    let (dockerfile, context) = labelled_context(req, &req.dockerfile)?;
+    let outcome = |image_id: String, log: Option<&BuildLog>, context: &BuildContext| BuildOutcome {
         image_id,
         tags: tags.clone(),
         skipped: log.is_none(),
@@ -210,9 +208,17 @@ pub async fn build_pulling(
                 image_id: id.clone(),
             });
             tag_extra(engine, &id, &req.extra_tags).await?;
-            return Ok(outcome(id, None));
+            return Ok(outcome(id, None, &context));
         }
     }
+    // Chosen only now, so the no-op above costs no extra round trip to the engine.
+    let builder = super::buildkit::choose(engine).await;
+    let dockerfile_name = dockerfile_for(req, &builder);
+    let context = if dockerfile_name == req.dockerfile {
+        context
+    } else {
+        labelled_context(req, &dockerfile_name)?.1
+    };
     // Checking the bases first gives a precise error at once instead of a failed pull later.
     for base in parse_dockerfile(&dockerfile).base_images {
         let present = images::inspect(engine, &base).await?.is_some();
@@ -231,16 +237,26 @@ pub async fn build_pulling(
         Builder::BuildKit => format!("BuildKit (`{dockerfile_name}`)"),
         Builder::Legacy(why) => format!("legacy builder: {why}"),
     }));
-    let log = match builder {
+    let mut log = match builder {
         Builder::BuildKit => {
             let df = dockerfile_name.as_str();
             super::buildkit::stream(engine, req, df, &primary, &context, on_event).await
         }
         Builder::Legacy(_) => stream_build(engine, req, &primary, &context, on_event).await,
     };
+    // An engine that announced BuildKit but refused its session (a proxy in front of the
+    // socket, a daemon built without it) gets the classic builder, said so.
+    if let Some(why) = super::buildkit::refused(&log) {
+        on_event(BuildEvent::Builder(format!("legacy builder: {why}")));
+        let (_, plain) = labelled_context(req, &req.dockerfile)?;
+        log = stream_build(engine, req, &primary, &plain, on_event).await;
+        let image_id = built_image(engine, req, &primary, &log).await?;
+        tag_extra(engine, &image_id, &req.extra_tags).await?;
+        return Ok(outcome(image_id, Some(&log), &plain));
+    }
     let image_id = built_image(engine, req, &primary, &log).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
-    Ok(outcome(image_id, Some(&log)))
+    Ok(outcome(image_id, Some(&log), &context))
 }
 
 async fn pull_base(
@@ -447,6 +463,8 @@ pub(super) struct BuildLog {
     pub(super) engine_message: Option<String>,
     pub(super) transport_error: Option<String>,
     pub(super) built_id: Option<String>,
+    /// BuildKit's status stream said something (so BuildKit itself works).
+    pub(super) buildkit_status: bool,
     /// Text after the last newline, waiting for the rest of its line.
     pending: String,
 }

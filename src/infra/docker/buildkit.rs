@@ -108,7 +108,10 @@ pub(super) async fn stream(
     while let Some(item) = stream.next().await {
         match item {
             Ok(info) => match info.aux {
-                Some(BuildInfoAux::BuildKit(s)) => status.apply(s, &mut log, on_event),
+                Some(BuildInfoAux::BuildKit(s)) => {
+                    log.buildkit_status = true;
+                    status.apply(s, &mut log, on_event)
+                }
                 Some(BuildInfoAux::Default(id)) => log.built_id = id.id.or(log.built_id.take()),
                 None => {
                     if let Some(detail) = info.error_detail.and_then(|d| d.message) {
@@ -128,6 +131,24 @@ pub(super) async fn stream(
     }
     status.finish(&mut log, on_event);
     log
+}
+
+/// Why a BuildKit build never started, when the engine refused BuildKit itself (no status
+/// at all, and a transport error or an answer about BuildKit or its session); `None` when
+/// BuildKit ran, whatever the build's outcome.
+pub(super) fn refused(log: &BuildLog) -> Option<String> {
+    if log.buildkit_status || log.built_id.is_some() {
+        return None;
+    }
+    if let Some(e) = &log.transport_error {
+        return Some(format!("BuildKit failed to start ({e})"));
+    }
+    let msg = log.engine_message.as_deref()?;
+    let m = msg.to_ascii_lowercase();
+    ["buildkit", "session", "builder version", "version=2"]
+        .iter()
+        .any(|w| m.contains(w))
+        .then(|| format!("the engine refused BuildKit ({})", msg.trim()))
 }
 
 /// What the status stream said so far, by vertex digest.
@@ -345,6 +366,22 @@ mod tests {
             events.iter().filter(|e| **e == BuildEvent::Cached).count(),
             1
         );
+    }
+
+    #[test]
+    fn only_a_buildkit_that_never_started_falls_back() {
+        let mut log = BuildLog::default();
+        log.engine_message = Some("buildkit not supported by daemon".into());
+        assert!(refused(&log).is_some_and(|w| w.contains("buildkit not supported")));
+        log.buildkit_status = true;
+        assert_eq!(refused(&log), None, "a build that ran is not redone");
+        let mut log = BuildLog::default();
+        log.engine_message =
+            Some("dockerfile parse error line 3: unknown instruction: RUNN".into());
+        assert_eq!(refused(&log), None, "the Dockerfile's own error stands");
+        let mut log = BuildLog::default();
+        log.transport_error = Some("connection reset".into());
+        assert!(refused(&log).is_some());
     }
 
     #[test]
