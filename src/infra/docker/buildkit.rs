@@ -185,7 +185,7 @@ impl Status {
                     on_event(BuildEvent::Step {
                         index: n,
                         total: m,
-                        instruction: instr.clone(),
+                        instruction: without_mounts(&instr),
                     });
                     log.step = Some((n, m, instr));
                 } else {
@@ -244,6 +244,21 @@ impl Status {
             log.tail = self.tails.get(failed).cloned().unwrap_or_default();
         }
     }
+}
+
+/// A `RUN` without its `--mount=` flags, for the progress line (the command is what tells the
+/// steps apart); an error message keeps the whole instruction.
+fn without_mounts(instr: &str) -> String {
+    let Some(rest) = instr.strip_prefix("RUN ") else {
+        return instr.to_string();
+    };
+    let mut rest = rest.trim_start();
+    while rest.starts_with("--mount=") {
+        rest = rest
+            .split_once(char::is_whitespace)
+            .map_or("", |(_, tail)| tail.trim_start());
+    }
+    format!("RUN {rest}")
 }
 
 /// `[base 3/5] RUN pip install x` → (3, 5, "RUN pip install x"); `[runtime 2/6]` and `[2/6]`
@@ -362,6 +377,13 @@ mod tests {
             })
             .collect();
         assert_eq!(steps, vec![(1, "FROM base:1"), (2, "RUN make")]);
+        assert_eq!(
+            without_mounts(
+                "RUN --mount=type=cache,target=/c  --mount=type=bind,source=w,target=/w pip x"
+            ),
+            "RUN pip x"
+        );
+        assert_eq!(without_mounts("COPY a b"), "COPY a b");
         assert_eq!(
             events.iter().filter(|e| **e == BuildEvent::Cached).count(),
             1
