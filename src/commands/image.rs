@@ -382,6 +382,7 @@ impl Progress {
                     "[{v}] {tag} ({id}) was built from this lock: build skipped (--rebuild forces it)"
                 ));
             }
+            BuildEvent::Builder(which) => self.line(&format!("[{v}] builder: {which}")),
             BuildEvent::Context { bytes, files } => {
                 self.line(&format!(
                     "[{v}] build context: {files} files, {:.1} KiB",

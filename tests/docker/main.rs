@@ -35,6 +35,7 @@ mod support;
 
 mod bases;
 mod bench;
+mod buildkit;
 mod closure;
 mod docker;
 mod learn;
@@ -157,6 +158,7 @@ fn main() {
     all.extend(bases::trials());
     all.extend(docker::trials());
     all.extend(bench::trials());
+    all.extend(buildkit::trials());
     all.extend(learn::trials());
     all.extend(many::trials());
     all.extend(push::trials());

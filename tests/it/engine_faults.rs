@@ -324,6 +324,9 @@ fn a_build_is_cut_only_after_its_idle_limit_without_events() {
         .arg(&spec)
         .args(["--gpus", "none"])
         .env("CI", "1")
+        // The fake stream speaks the classic builder's JSON lines (BuildKit's stream is cut by
+        // the same idle limit, in infra::docker::buildkit).
+        .env("ENVBUILD_BUILDER", "legacy")
         .spawn()
         .unwrap();
     let out = wait_within(&mut child, Duration::from_secs(40), "envbuild image");

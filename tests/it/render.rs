@@ -833,10 +833,15 @@ fn user_templates_override_and_fall_back() {
         .text("Dockerfile")
         .expect("Dockerfile")
         .contains("# team override"));
+    // Both Dockerfile forms come from the overriding template.
+    assert!(r
+        .text("Dockerfile.buildkit")
+        .expect("Dockerfile.buildkit")
+        .contains("# team override"));
     // Every other file falls back to the embedded copy.
     let d = render_default(&lock);
     for (k, v) in &d.files {
-        if k != "Dockerfile" {
+        if !k.starts_with("Dockerfile") {
             assert_eq!(r.files.get(k), Some(v), "{k}");
         }
     }
@@ -937,6 +942,7 @@ fn cli_renders_a_spec_and_a_lock_to_the_same_files() {
     let expected: BTreeSet<&str> = [
         ".dockerignore",
         "Dockerfile",
+        "Dockerfile.buildkit",
         "environment.yml",
         "envbuild/dev-entrypoint.sh",
         "envbuild/envbuild_smoke.py",

@@ -69,6 +69,9 @@ pub struct TemplateOverrides {
     pub files: BTreeMap<String, String>,
 }
 
+/// The BuildKit form of the Dockerfile is the Dockerfile's name plus this suffix.
+pub const BUILDKIT_SUFFIX: &str = ".buildkit";
+
 /// The rendered files, by path relative to the output directory (`/` separators, sorted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Rendered {
@@ -136,11 +139,28 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
         .map_err(|e| Failure::bug(format!("cannot set up the template engine: {e:#}")))?;
     let ctx = minijinja::Value::from(minijinja::value::Serde(&ctx));
     let mut files = BTreeMap::new();
+    let render_with = |template: &str, ctx: &minijinja::Value| -> Result<String, Failure> {
+        env.get_template(template)
+            .and_then(|t| t.render(ctx))
+            .map_err(|e| template_failure(template, &e, opts))
+    };
+    // Two forms of one template: the plain Dockerfile every builder reads, and the BuildKit
+    // form (cache and bind mounts) that `envbuild image` builds when the engine has BuildKit.
+    // Rendering both keeps `docker build .` working with the classic builder, without a
+    // `# syntax` line (which would make the engine pull a frontend image).
+    let plain = minijinja::context! { buildkit => false, ..ctx.clone() };
+    let dockerfile = render_with("Dockerfile.j2", &plain)?;
+    let bk = render_with(
+        "Dockerfile.j2",
+        &minijinja::context! { buildkit => true, ..ctx.clone() },
+    )?;
+    // A template that does not use `buildkit` (an override) renders one form only.
+    if bk != dockerfile {
+        files.insert(format!("Dockerfile{BUILDKIT_SUFFIX}"), bk.into_bytes());
+    }
+    files.insert("Dockerfile".to_string(), dockerfile.into_bytes());
     let mut put = |template: &str, out: &str| -> Result<(), Failure> {
-        let text = env
-            .get_template(template)
-            .and_then(|t| t.render(&ctx))
-            .map_err(|e| template_failure(template, &e, opts))?;
+        let text = render_with(template, &ctx)?;
         files.insert(out.to_string(), text.into_bytes());
         Ok(())
     };
@@ -153,7 +173,6 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     if has_closure {
         put("pylock.toml.j2", "pylock.toml")?;
     }
-    put("Dockerfile.j2", "Dockerfile")?;
     put("dockerignore.j2", ".dockerignore")?;
     if has_dev {
         put("dev-entrypoint.sh.j2", "envbuild/dev-entrypoint.sh")?;

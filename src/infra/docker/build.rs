@@ -3,6 +3,7 @@
 //! Performs network I/O against the engine; progress is handed to a caller's callback so
 //! this module never writes to the terminal itself.
 
+use super::buildkit::Builder;
 use super::context::{build_context, label_target_stage, parse_dockerfile, BuildContext};
 use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
@@ -76,6 +77,8 @@ pub enum BuildEvent {
     Cached,
     /// A line of the build's own output (RUN output, engine notes).
     Output(String),
+    /// Which builder builds the image: `BuildKit`, or `legacy builder: <why>`.
+    Builder(String),
     /// The base `image` is being pulled (`--pull`); one message of the engine's progress.
     Pull {
         image: String,
@@ -111,7 +114,7 @@ pub struct BuildOutcome {
 }
 
 /// How many output lines of a failing step are kept for the error message.
-const TAIL_LINES: usize = 15;
+pub(super) const TAIL_LINES: usize = 15;
 
 fn split_tag(tag: &str) -> (&str, &str) {
     // The tag is after the last `:` that follows the last `/` (a registry port is not a tag).
@@ -192,8 +195,8 @@ pub async fn build_pulling(
     let started = Instant::now();
     let tags = checked_tags(req)?;
     let primary = tags[0].clone();
-    let (dockerfile, context) = labelled_context(req)?;
-    let outcome = |image_id: String, log: Option<&BuildLog>| BuildOutcome {
+    let (dockerfile, context) = labelled_context(req, &req.dockerfile)?;
+    let outcome = |image_id: String, log: Option<&BuildLog>, context: &BuildContext| BuildOutcome {
         image_id,
         tags: tags.clone(),
         skipped: log.is_none(),
@@ -210,9 +213,17 @@ pub async fn build_pulling(
                 image_id: id.clone(),
             });
             tag_extra(engine, &id, &req.extra_tags).await?;
-            return Ok(outcome(id, None));
+            return Ok(outcome(id, None, &context));
         }
     }
+    // Chosen only now, so the no-op above costs no extra round trip to the engine.
+    let builder = super::buildkit::choose(engine).await;
+    let dockerfile_name = dockerfile_for(req, &builder);
+    let context = if dockerfile_name == req.dockerfile {
+        context
+    } else {
+        labelled_context(req, &dockerfile_name)?.1
+    };
     // Checking the bases first gives a precise error at once instead of a failed pull later.
     for base in parse_dockerfile(&dockerfile).base_images {
         let present = images::inspect(engine, &base).await?.is_some();
@@ -227,10 +238,30 @@ pub async fn build_pulling(
         bytes: context.tar.len(),
         files: context.files.len(),
     });
-    let log = stream_build(engine, req, &primary, &context, on_event).await?;
+    on_event(BuildEvent::Builder(match &builder {
+        Builder::BuildKit => format!("BuildKit (`{dockerfile_name}`)"),
+        Builder::Legacy(why) => format!("legacy builder: {why}"),
+    }));
+    let mut log = match builder {
+        Builder::BuildKit => {
+            let df = dockerfile_name.as_str();
+            super::buildkit::stream(engine, req, df, &primary, &context, on_event).await?
+        }
+        Builder::Legacy(_) => stream_build(engine, req, &primary, &context, on_event).await?,
+    };
+    // An engine that announced BuildKit but refused its session (a proxy in front of the
+    // socket, a daemon built without it) gets the classic builder, said so.
+    if let Some(why) = super::buildkit::refused(&log) {
+        on_event(BuildEvent::Builder(format!("legacy builder: {why}")));
+        let (_, plain) = labelled_context(req, &req.dockerfile)?;
+        log = stream_build(engine, req, &primary, &plain, on_event).await?;
+        let image_id = built_image(engine, req, &primary, &log).await?;
+        tag_extra(engine, &image_id, &req.extra_tags).await?;
+        return Ok(outcome(image_id, Some(&log), &plain));
+    }
     let image_id = built_image(engine, req, &primary, &log).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
-    Ok(outcome(image_id, Some(&log)))
+    Ok(outcome(image_id, Some(&log), &context))
 }
 
 async fn pull_base(
@@ -276,11 +307,13 @@ fn checked_tags(req: &BuildRequest) -> Result<Vec<String>, Failure> {
 
 /// The Dockerfile's text and the build context, with envbuild's labels added to the target
 /// stage where the Dockerfile does not set them already.
-fn labelled_context(req: &BuildRequest) -> Result<(String, BuildContext), Failure> {
-    let df_bytes = req.files.get(&req.dockerfile).ok_or_else(|| {
+fn labelled_context(
+    req: &BuildRequest,
+    dockerfile: &str,
+) -> Result<(String, BuildContext), Failure> {
+    let df_bytes = req.files.get(dockerfile).ok_or_else(|| {
         Failure::bug(format!(
-            "the rendered files have no `{}` to build from",
-            req.dockerfile
+            "the rendered files have no `{dockerfile}` to build from"
         ))
     })?;
     let df_text = String::from_utf8_lossy(df_bytes).into_owned();
@@ -293,11 +326,21 @@ fn labelled_context(req: &BuildRequest) -> Result<(String, BuildContext), Failur
         .collect();
     let mut files = req.files.clone();
     files.insert(
-        req.dockerfile.clone(),
+        dockerfile.to_string(),
         label_target_stage(&df_text, &req.target, &missing).into_bytes(),
     );
-    let context = build_context(&files, &req.dockerfile)?;
+    let context = build_context(&files, dockerfile)?;
     Ok((df_text, context))
+}
+
+/// The Dockerfile to build: with BuildKit its BuildKit form (`Dockerfile.buildkit`, cache and
+/// bind mounts) when the rendered files have one, else the plain one every builder reads.
+fn dockerfile_for(req: &BuildRequest, builder: &Builder) -> String {
+    let bk = format!("{}{}", req.dockerfile, crate::core::render::BUILDKIT_SUFFIX);
+    match builder {
+        Builder::BuildKit if req.files.contains_key(&bk) => bk,
+        _ => req.dockerfile.clone(),
+    }
 }
 
 /// The id of the image tagged `primary` when it was built from this lock and variant.
@@ -367,8 +410,8 @@ async fn stream_build(
                 if let Some(detail) = info.error_detail {
                     log.engine_message = detail.message.or(log.engine_message.take());
                 }
-                if let Some(aux) = info.aux.and_then(|a| a.id) {
-                    log.built_id = Some(aux);
+                if let Some(bollard::models::BuildInfoAux::Default(aux)) = info.aux {
+                    log.built_id = aux.id.or(log.built_id.take());
                 }
             }
             Err(bollard::errors::Error::DockerStreamError { error }) => {
@@ -443,14 +486,16 @@ async fn built_image(
 
 /// The build's output as it streams: steps, cache hits, the failing step's last lines.
 #[derive(Default)]
-struct BuildLog {
-    step: Option<(usize, usize, String)>,
-    steps: usize,
-    cached: usize,
-    tail: VecDeque<String>,
-    engine_message: Option<String>,
-    transport_error: Option<String>,
-    built_id: Option<String>,
+pub(super) struct BuildLog {
+    pub(super) step: Option<(usize, usize, String)>,
+    pub(super) steps: usize,
+    pub(super) cached: usize,
+    pub(super) tail: VecDeque<String>,
+    pub(super) engine_message: Option<String>,
+    pub(super) transport_error: Option<String>,
+    pub(super) built_id: Option<String>,
+    /// BuildKit's status stream said something (so BuildKit itself works).
+    pub(super) buildkit_status: bool,
     /// Text after the last newline, waiting for the rest of its line.
     pending: String,
 }
@@ -621,7 +666,9 @@ fn step_failure(
     } else {
         format!("\n  last output lines:\n{}", tail_text(tail))
     };
-    let code = if msg.contains("returned a non-zero code") {
+    // Classic: "returned a non-zero code: N"; BuildKit (20.10): "executor failed running
+    // [...]: exit code: N"; newer BuildKit: "did not complete successfully: exit code: N".
+    let code = if msg.contains("returned a non-zero code") || msg.contains("exit code:") {
         codes::BUILD_STEP_FAILED
     } else {
         codes::BUILD_FAILED

@@ -88,6 +88,9 @@ pub fn parse_dockerfile(dockerfile: &str) -> DockerfileInfo {
                     info.stages.push(words[2].to_ascii_lowercase());
                 }
             }
+            // BuildKit's `RUN --mount=type=bind,source=X` reads X from the context (unless
+            // `from=` names a stage or image), so the context must carry it like a COPY source.
+            "RUN" => info.copy_sources.extend(run_bind_sources(rest)),
             "COPY" | "ADD" => {
                 let mut args: Vec<String> = Vec::new();
                 let mut from_stage = false;
@@ -123,6 +126,28 @@ pub fn parse_dockerfile(dockerfile: &str) -> DockerfileInfo {
         }
     }
     info
+}
+
+/// The context paths of a `RUN`'s `--mount=type=bind` flags without `from=` (the whole
+/// context, `.`, when `source` is absent).
+fn run_bind_sources(mut rest: &str) -> Vec<String> {
+    let mut sources = Vec::new();
+    while let Some(flag) = rest.strip_prefix("--") {
+        let (flag, tail) = flag.split_once(char::is_whitespace).unwrap_or((flag, ""));
+        rest = tail.trim_start();
+        let Some(opts) = flag.strip_prefix("mount=") else {
+            continue;
+        };
+        let kv: BTreeMap<&str, &str> = opts
+            .split(',')
+            .map(|o| o.split_once('=').unwrap_or((o, "")))
+            .collect();
+        if kv.get("type") == Some(&"bind") && !kv.contains_key("from") {
+            let src = kv.get("source").or(kv.get("src")).copied().unwrap_or(".");
+            sources.push(src.to_string());
+        }
+    }
+    sources
 }
 
 /// Quote a label value for a Dockerfile `LABEL`: double quotes, with `\`, `"` and `$` escaped
@@ -465,6 +490,17 @@ mod tests {
             vec!["environment.yml", "envbuild/", "requirements.txt"]
         );
         assert_eq!(info.instructions, 7);
+    }
+
+    #[test]
+    fn run_bind_mounts_from_the_context_are_sources() {
+        let info = parse_dockerfile(
+            "FROM a:1 AS s\nRUN --mount=type=cache,target=/root/.cache/pip \\\n    \
+             --mount=type=bind,source=wheels,target=/w pip install /w/*.whl\n\
+             RUN --mount=type=bind,from=s,source=/x,target=/y true\n\
+             RUN --mount=type=bind,target=/all true\nRUN echo --mount=type=bind,source=no\n",
+        );
+        assert_eq!(info.copy_sources, vec!["wheels", "."]);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! commands never see a bollard type.
 
 pub mod build;
+pub mod buildkit;
 pub mod context;
 pub(crate) mod errors;
 pub mod gpu_probe;
