@@ -20,7 +20,7 @@ use crate::core::registry::Repository;
 use crate::core::smoke::Expectations;
 use crate::core::smoke::Mode;
 use crate::infra::docker::build::{
-    build_pulling, BuildEvent, BuildOutcome, BuildRequest, PullPolicy,
+    build_pulling, BuildEvent, BuildOutcome, BuildRequest, PullPolicy, RegistryCache,
 };
 use crate::infra::docker::run::{self as drun, Interrupt, SmokeOutcome};
 use crate::infra::docker::{self, codes, Engine};
@@ -69,6 +69,9 @@ pub struct ImageOptions {
     /// `--push REGISTRY/REPO`: push each image that passed, with its verdict, and skip build
     /// and test when the registry already holds both for this lock and mode.
     pub push: Option<Repository>,
+    /// `--cache-from IMAGE`: registry caches BuildKit reads, besides `--push`'s own
+    /// `REGISTRY/REPO:VARIANT-cache`.
+    pub cache_from: Vec<String>,
     /// Build args for every build: the host's proxy settings
     /// (`infra::network::proxy_build_args`), kept out of the image by the engine.
     pub build_args: BTreeMap<String, String>,
@@ -289,6 +292,51 @@ pub fn run(
     })
 }
 
+/// The registry caches a build reads (the explicit ones, then `--push`'s moving
+/// `VARIANT-cache` tag) and whether it writes one: with `--push`, the image carries BuildKit's
+/// inline cache so that the next build on any machine can reuse its layers.
+fn registry_cache(opts: &ImageOptions, variant: &str) -> RegistryCache {
+    let mut from = opts.cache_from.clone();
+    if let Some(repo) = &opts.push {
+        let own = repo.tagged(&crate::core::registry::cache_tag(variant));
+        if !from.contains(&own) {
+            from.push(own);
+        }
+    }
+    RegistryCache {
+        from,
+        inline: opts.push.is_some(),
+        missing: Vec::new(),
+    }
+}
+
+/// Keep the cache sources the registry has: BuildKit's inline cache export fails the whole
+/// build when a `cachefrom` image is missing (a first push, a mistyped `--cache-from`).
+async fn present_caches(
+    engine: &Engine,
+    mut cache: RegistryCache,
+    creds_for: &(dyn Fn(&str) -> Result<Option<Credentials>, Failure> + Send + Sync),
+) -> RegistryCache {
+    let mut from = Vec::new();
+    for source in std::mem::take(&mut cache.from) {
+        let host = crate::core::registry::host_of(&source);
+        let creds = creds_for(&host).ok().flatten();
+        match crate::infra::docker::registry::remote_digest(engine, &source, creds.as_ref()).await {
+            Ok(Some(_)) => from.push(source),
+            Ok(None) => cache.missing.push(format!("{source}: not in the registry")),
+            Err(f) => {
+                let why = f
+                    .diagnostics
+                    .first()
+                    .map_or("unreadable", |d| d.message.as_str());
+                cache.missing.push(format!("{source}: {why}"));
+            }
+        }
+    }
+    cache.from = from;
+    cache
+}
+
 fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -> BuildRequest {
     // The rendered Dockerfile sets the OCI labels itself; envbuild's own are added by `build`
     // only where a Dockerfile lacks them.
@@ -317,6 +365,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         extra_labels,
         rebuild: opts.rebuild,
         build_args: opts.build_args.clone(),
+        cache: registry_cache(opts, variant),
     }
 }
 
@@ -353,7 +402,8 @@ pub async fn build_and_test(
         }
     };
     for variant in &opts.variants {
-        let req = build_request(rendered, opts, variant);
+        let mut req = build_request(rendered, opts, variant);
+        req.cache = present_caches(engine, req.cache, &creds_for).await;
         on_event(ImageEvent::BuildStarted { variant });
         let outcome = {
             let mut on_build = |event| on_event(ImageEvent::Build { variant, event });

@@ -195,6 +195,7 @@ pub async fn publish(
     let removed = reg::untag(engine, &repo.tagged(&verdict_tag)).await;
     pushed?;
     removed?;
+    push_cache_tag(engine, repo, item, creds, on_progress).await?;
     Ok(Published {
         variant: item.variant.to_string(),
         image: reference,
@@ -202,6 +203,24 @@ pub async fn publish(
         verdict: repo.tagged(&verdict_tag),
         verdict_mode: item.mode.as_str().to_string(),
     })
+}
+
+/// Move `REGISTRY/REPO:VARIANT-cache` to the image just proven, so that the next build of this
+/// variant (any lock, any machine) reads its inline cache. Only its manifest travels: the
+/// layers are already there. The local tag goes again; the image keeps its content tag.
+async fn push_cache_tag(
+    engine: &Engine,
+    repo: &Repository,
+    item: &ToPublish<'_>,
+    creds: Option<&Credentials>,
+    on_progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<(), Failure> {
+    let cache_tag = crate::core::registry::cache_tag(item.variant);
+    reg::tag(engine, item.image_id, &repo.name, &cache_tag).await?;
+    let pushed = reg::push(engine, &repo.name, &cache_tag, creds, on_progress).await;
+    let removed = reg::untag(engine, &repo.tagged(&cache_tag)).await;
+    pushed?;
+    removed
 }
 
 /// A verdict read back from the registry, and whether it still holds for what the tag names.

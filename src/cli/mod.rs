@@ -216,6 +216,10 @@ pub struct ImageArgs {
     /// beside it (tag `...verdict`); skip build and test when the registry already holds both.
     #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
     pub push: Option<crate::core::registry::Repository>,
+    /// With BuildKit: reuse the layers of IMAGE (`REGISTRY/REPO:TAG`, pushed with an inline
+    /// cache) as a build cache; repeatable. With --push, REGISTRY/REPO:VARIANT-cache is used too.
+    #[arg(long = "cache-from", value_name = "IMAGE", value_parser = parse::cache_source)]
+    pub cache_from: Vec<String>,
 }
 
 /// `matrix --format`.

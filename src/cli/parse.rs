@@ -20,6 +20,12 @@ pub fn repository(s: &str) -> Result<crate::core::registry::Repository, String> 
     crate::core::registry::Repository::parse(s)
 }
 
+/// An image for `image --cache-from`: `[HOST[:PORT]/]PATH:TAG` (see
+/// `core::registry::parse_cache_source`).
+pub fn cache_source(s: &str) -> Result<String, String> {
+    crate::core::registry::parse_cache_source(s)
+}
+
 /// A day for `table learn --date`: `YYYY-MM-DD` (see `core::learn::is_date`).
 pub fn date(s: &str) -> Result<String, String> {
     if crate::core::learn::is_date(s) {

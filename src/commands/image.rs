@@ -58,6 +58,7 @@ pub(super) fn options(args: &ImageArgs) -> ImageOptions {
             PullArg::Never => PullPolicy::Never,
         },
         push: args.push.clone(),
+        cache_from: args.cache_from.clone(),
         build_args: crate::infra::network::proxy_build_args(),
     }
 }
@@ -383,6 +384,17 @@ impl Progress {
                 ));
             }
             BuildEvent::Builder(which) => self.line(&format!("[{v}] builder: {which}")),
+            BuildEvent::CacheFrom { used, missing } => {
+                let mut said = if used.is_empty() {
+                    "none".to_string()
+                } else {
+                    used.join(", ")
+                };
+                if !missing.is_empty() {
+                    said.push_str(&format!(" (skipped: {})", missing.join("; ")));
+                }
+                self.line(&format!("[{v}] cache from: {said}"));
+            }
             BuildEvent::Context { bytes, files } => {
                 self.line(&format!(
                     "[{v}] build context: {files} files, {:.1} KiB",

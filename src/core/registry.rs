@@ -57,6 +57,39 @@ impl Repository {
     }
 }
 
+/// The moving tag of a variant's registry build cache (`REGISTRY/REPO:VARIANT-cache`), pushed
+/// after proof next to the content tag and read back by the next build as `cachefrom`.
+pub fn cache_tag(variant: &str) -> String {
+    format!("{variant}-cache")
+}
+
+/// Parse `--cache-from IMAGE`: `[HOST[:PORT]/]PATH:TAG` (a digest is refused: BuildKit reads a
+/// registry cache by tag).
+pub fn parse_cache_source(s: &str) -> Result<String, String> {
+    let last = s.rsplit('/').next().unwrap_or(s);
+    let Some((name, tag)) = last
+        .rfind(':')
+        .map(|i| (&s[..s.len() - last.len() + i], &last[i + 1..]))
+        .filter(|_| !s.contains('@'))
+    else {
+        return Err(format!(
+            "`{s}` is not an image such as registry.example.com/team/env:runtime-cache"
+        ));
+    };
+    let tag_ok = !tag.is_empty()
+        && tag.len() <= 128
+        && !tag.starts_with(['.', '-'])
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    match Repository::parse(name) {
+        Ok(_) if tag_ok => Ok(s.to_string()),
+        _ => Err(format!(
+            "`{s}` is not an image such as registry.example.com/team/env:runtime-cache"
+        )),
+    }
+}
+
 /// The registry host of an image reference: its first component when that looks like a host
 /// (has `.` or `:`, or is `localhost`), else Docker Hub.
 pub fn host_of(reference: &str) -> String {
@@ -423,6 +456,31 @@ pub fn rfc3339(seconds: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_sources_need_a_repository_and_a_tag() {
+        for good in [
+            "127.0.0.1:5000/envs/demo:runtime-cache",
+            "registry.example.com/team/env:dev-0123456789ab",
+            "team/env:runtime-cache",
+        ] {
+            assert_eq!(parse_cache_source(good), Ok(good.to_string()));
+        }
+        for bad in [
+            "127.0.0.1:5000/envs/demo",
+            "envs/demo@sha256:0000",
+            "envs/Demo:runtime",
+            "envs/demo:",
+            "envs/demo:-x",
+            "envs/demo:a b",
+            "envs/demo:$(id)",
+            ":tag",
+            "",
+        ] {
+            assert!(parse_cache_source(bad).is_err(), "{bad}");
+        }
+        assert_eq!(cache_tag("runtime"), "runtime-cache");
+    }
 
     #[test]
     fn repositories_are_checked_and_their_host_found() {

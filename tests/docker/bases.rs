@@ -119,6 +119,7 @@ fn proxy_build_args_reach_run_steps_and_stay_out_of_the_image() {
         extra_labels: Default::default(),
         rebuild: true,
         build_args,
+        cache: Default::default(),
     };
     let built = d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

@@ -112,6 +112,7 @@ fn bench_noop_image_vs_docker_build() {
         cache_dir: Some(cache.path().to_path_buf()),
         pull: envbuild::infra::docker::build::PullPolicy::Never,
         push: None,
+        cache_from: Vec::new(),
         build_args: BTreeMap::new(),
     };
     let noop = |d: &support::Docker| {

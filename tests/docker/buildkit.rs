@@ -174,6 +174,7 @@ fn fake_torch_with_host_ca(d: &support::Docker) -> String {
         extra_labels: BTreeMap::new(),
         rebuild: false,
         build_args: Default::default(),
+        cache: Default::default(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));

@@ -57,6 +57,7 @@ fn build_image(
         extra_labels: Default::default(),
         rebuild: false,
         build_args: Default::default(),
+        cache: Default::default(),
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

@@ -67,6 +67,7 @@ pub(crate) fn options(cache: &std::path::Path, gpus: bool) -> ImageOptions {
         // Nothing here may come from a registry unless a test asks for it.
         pull: PullPolicy::Never,
         push: None,
+        cache_from: Vec::new(),
         build_args: BTreeMap::new(),
     }
 }

@@ -161,6 +161,7 @@ fn torch_import_hangs_image(d: &support::Docker) -> String {
         extra_labels: std::collections::BTreeMap::new(),
         rebuild: false,
         build_args: std::collections::BTreeMap::new(),
+        cache: Default::default(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the hanging-torch base: {f}"));

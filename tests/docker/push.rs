@@ -16,6 +16,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         pushed_image_skips_on_the_registrys_word_and_its_verdict_reads_back,
         a_failing_image_is_not_pushed,
         a_base_in_the_registry_is_pulled_by_digest,
+        a_pushed_image_is_the_next_builds_registry_cache,
     ]
 }
 
@@ -286,4 +287,82 @@ fn a_base_in_the_registry_is_pulled_by_digest() {
     d.remove_image(&run.builds[0].1.tags[0]);
     d.remove_image(&by_digest);
     d.assert_no_smoke_container("after the pull");
+}
+
+/// With `--push` and BuildKit, the image carries an inline cache and `VARIANT-cache` moves to
+/// it after proof; the next build of the variant (a changed late layer, the local images gone)
+/// asks BuildKit to read that cache, and BuildKit's status stream says it imported it. On a
+/// shared engine the local build cache may answer the unchanged steps too, so what this proves
+/// is that the registry cache is requested and read, not that it alone made them CACHED.
+fn a_pushed_image_is_the_next_builds_registry_cache() {
+    let test = "a_pushed_image_is_the_next_builds_registry_cache";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    if std::env::var("ENVBUILD_BUILDER").is_ok_and(|b| b.trim() == "legacy") {
+        return;
+    }
+    let Some(r) = registry(test) else { return };
+    let base = support::fake_cuda_torch_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    let n = nonce();
+    let repo = format!("{}/envbuild-test/cache-{n}", r.addr);
+    let cache_ref = format!("{repo}:runtime-cache");
+    let extra = format!("{}/envbuild-test/elsewhere-{n}:runtime-cache", r.addr);
+    let skipped = format!("{extra}: not in the registry");
+    let image = |name: &str| {
+        std::fs::write(&spec, support::spec_on_base(name, &base)).unwrap();
+        let out = envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none", "--json", "--verbose", "--update-lock"])
+            .args(["--push", &repo, "--cache-from", &extra])
+            .env("ENVBUILD_CACHE_DIR", dir.path().join("verdicts"))
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let doc: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+        assert_eq!(out.status.code(), Some(0), "{doc}\n{err}");
+        assert_eq!(doc["builds"][0]["skipped"], false, "{doc}");
+        // The other repository is never pushed: it is said and left out of the build.
+        assert!(err.contains(&skipped), "no `{skipped}` in:\n{err}");
+        let local = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
+        let pushed = doc["pushed"][0]["image"].as_str().unwrap().to_string();
+        let digest = doc["pushed"][0]["digest"].as_str().unwrap().to_string();
+        (err, local, pushed, digest)
+    };
+    let remote = |reference: &str| {
+        d.block_on(reg::remote_digest(&d.engine, reference, None))
+            .unwrap()
+    };
+
+    // First build: no cache in the registry yet (a missing cache is no error), then the
+    // moving tag names the proven image.
+    let (err, local, pushed, digest) = image(&format!("cache-{n}"));
+    let said = format!("[runtime] cache from: none (skipped: {skipped}; {cache_ref}: not in");
+    assert!(err.contains(&said), "no `{said}` in:\n{err}");
+    assert_eq!(remote(&cache_ref).as_deref(), Some(digest.as_str()));
+    let there = d.block_on(images::inspect(&d.engine, &cache_ref)).unwrap();
+    assert!(there.is_none(), "the cache tag stays off the engine");
+    d.remove_image(&local);
+    d.remove_image(&pushed);
+
+    // A changed late layer (the image title label): a new lock, a new content tag, and the
+    // registry cache read back.
+    let (err, local2, pushed2, digest2) = image(&format!("cache-{n}-renamed"));
+    assert_ne!(pushed2, pushed);
+    let said = format!("[runtime] cache from: {cache_ref} (skipped: {skipped})");
+    assert!(err.contains(&said), "no `{said}` in:\n{err}");
+    let import = format!("importing cache manifest from {cache_ref}");
+    assert!(err.contains(&import), "no `{import}` in:\n{err}");
+    assert!(
+        err.contains("cached"),
+        "no step was answered from a cache:\n{err}"
+    );
+    assert_eq!(remote(&cache_ref).as_deref(), Some(digest2.as_str()));
+    d.remove_image(&local2);
+    d.remove_image(&pushed2);
 }

@@ -823,6 +823,7 @@ fn fake_cuda_torch_on(d: &Docker, base: &str, name: &str) -> String {
         extra_labels: BTreeMap::new(),
         rebuild: false,
         build_args: BTreeMap::new(),
+        cache: Default::default(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));

@@ -41,6 +41,21 @@ pub struct BuildRequest {
     /// Build args: the host's proxy settings (`infra::network::proxy_build_args`), which the
     /// engine keeps out of the image's history and config.
     pub build_args: BTreeMap<String, String>,
+    /// The registry build cache (BuildKit only).
+    pub cache: RegistryCache,
+}
+
+/// A registry build cache: images whose inline cache BuildKit reads (`cachefrom`), and whether
+/// the built image carries one itself (`BUILDKIT_INLINE_CACHE=1`), for a later build elsewhere.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryCache {
+    /// `REGISTRY/REPO:TAG` references, in order.
+    pub from: Vec<String>,
+    /// Store BuildKit's cache metadata in the image (it is pushed with it).
+    pub inline: bool,
+    /// Sources asked for that the registry lacks, with why (`REF: not in the registry`); kept
+    /// out of `from`, since BuildKit's inline cache export fails on a missing import.
+    pub missing: Vec<String>,
 }
 
 impl BuildRequest {
@@ -79,6 +94,12 @@ pub enum BuildEvent {
     Output(String),
     /// Which builder builds the image: `BuildKit`, or `legacy builder: <why>`.
     Builder(String),
+    /// The registry caches the build reads (`used`; empty with the legacy builder, which
+    /// reads none) and those asked for but absent; said only when some were asked for.
+    CacheFrom {
+        used: Vec<String>,
+        missing: Vec<String>,
+    },
     /// The base `image` is being pulled (`--pull`); one message of the engine's progress.
     Pull {
         image: String,
@@ -242,6 +263,15 @@ pub async fn build_pulling(
         Builder::BuildKit => format!("BuildKit (`{dockerfile_name}`)"),
         Builder::Legacy(why) => format!("legacy builder: {why}"),
     }));
+    if !req.cache.from.is_empty() || !req.cache.missing.is_empty() {
+        on_event(BuildEvent::CacheFrom {
+            used: match &builder {
+                Builder::BuildKit => req.cache.from.clone(),
+                Builder::Legacy(_) => Vec::new(),
+            },
+            missing: req.cache.missing.clone(),
+        });
+    }
     let mut log = match builder {
         Builder::BuildKit => {
             let df = dockerfile_name.as_str();
@@ -757,6 +787,7 @@ mod tests {
             extra_labels: BTreeMap::new(),
             rebuild: false,
             build_args: BTreeMap::new(),
+            cache: Default::default(),
         };
         assert_eq!(req.primary_tag(), "myenv:runtime-0123456789ab");
         assert_eq!(req.labels()[LABEL_VARIANT], "runtime");

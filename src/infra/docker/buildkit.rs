@@ -72,6 +72,9 @@ fn decide(os: &str, api: &str) -> Builder {
     }
 }
 
+/// The build arg that makes BuildKit store an inline cache in the image.
+const INLINE_CACHE_ARG: &str = "BUILDKIT_INLINE_CACHE";
+
 /// A session id unique to this process and moment: the engine keys the build's session on it.
 fn session_id() -> String {
     let nanos = std::time::SystemTime::now()
@@ -104,13 +107,21 @@ pub(super) async fn stream(
     if !req.target.is_empty() {
         opts = opts.target(&req.target);
     }
-    if !req.build_args.is_empty() {
-        let args: std::collections::HashMap<&str, &str> = req
-            .build_args
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+    let mut args: std::collections::HashMap<&str, &str> = req
+        .build_args
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    if req.cache.inline {
+        // BuildKit then writes its cache metadata into the image config; pushed with the
+        // image, it lets a build on another engine reuse these layers through `cachefrom`.
+        args.insert(INLINE_CACHE_ARG, "1");
+    }
+    if !args.is_empty() {
         opts = opts.buildargs(&args);
+    }
+    if !req.cache.from.is_empty() {
+        opts = opts.cachefrom(&req.cache.from);
     }
     let body = bollard::body_full(bytes::Bytes::from(context.tar.clone()));
     let mut stream = engine.docker.build_image(opts.build(), None, Some(body));
