@@ -528,8 +528,16 @@ fn a_second_sigint_during_cleanup_ends_at_once_naming_the_container() {
             && err.contains(&format!("`envbuild-smoke-{}", support::run_prefix())),
         "the container that may remain is named: {err}"
     );
-    // The interrupted cleanup may have left it: this test's own cleanup.
-    d.remove_smoke_containers();
+    // The interrupted cleanup may have left it, and a create already sent when envbuild ended
+    // can still land on the engine a moment later: this test's own cleanup, until none comes.
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        d.remove_smoke_containers();
+        std::thread::sleep(Duration::from_secs(1));
+        if d.smoke_containers().is_empty() || Instant::now() > until {
+            break;
+        }
+    }
     d.assert_no_smoke_container("after the test's own cleanup");
 }
 
