@@ -218,9 +218,10 @@ fn the_images_pip_agrees_and_a_later_install_is_drift() {
 
 /// A closure lock whose base is in a registry (a tiny busybox pushed to one on 127.0.0.1, its
 /// tag then removed from the engine) records the registry's digest, asked through the engine
-/// without a pull; the rendered Dockerfile names it; with the registry gone the digest is
-/// reused from the lock, `--upgrade` asks again (BASE_DIGEST_UNAVAILABLE), and `--locked` on a
-/// changed base refuses without asking.
+/// without a pull; the rendered Dockerfile names it and the engine pulls and builds FROM it;
+/// with the registry gone the digest is reused from the lock, `--upgrade` asks again (the
+/// engine's pulled copy answers; a local-only or missing image is BASE_DIGEST_UNAVAILABLE), and
+/// `--locked` on a changed base refuses without asking.
 fn a_closure_lock_pins_its_registry_base_by_digest() {
     let test = "a_closure_lock_pins_its_registry_base_by_digest";
     let Some(d) = crate::engine_support::engine(test) else {
@@ -293,19 +294,36 @@ fn a_closure_lock_pins_its_registry_base_by_digest() {
         Default::default(),
     );
     d.remove_image(&child);
-    d.remove_image(&format!("{repo}@{digest}"));
 
-    // The registry is gone: an unchanged base reuses the lock's digest; --upgrade cannot.
+    // The registry is gone: an unchanged base reuses the lock's digest.
     drop(r);
     let out = lock_in(work.path(), &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     assert_eq!(base_digest().as_deref(), Some(digest.as_str()));
+    // --upgrade asks again: the engine's pulled copy answers (RepoDigests) for the registry.
+    d.tag_image(&pinned, &repo, "1");
     let out = lock_in(work.path(), &["--upgrade"]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr_of(&out).contains("BASE_DIGEST_UNAVAILABLE"),
-        "{}",
-        stderr_of(&out)
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(base_digest().as_deref(), Some(digest.as_str()));
+    d.remove_image(&format!("{repo}:1"));
+    d.remove_image(&format!("{repo}@{digest}"));
+    // A tag only this engine has has no digest a build could name; nor has a missing one.
+    d.tag_image(&busybox, &repo, "1");
+    let local_only = lock_in(work.path(), &["--upgrade"]);
+    d.remove_image(&format!("{repo}:1"));
+    let missing = lock_in(work.path(), &["--upgrade"]);
+    for (out, says) in [(local_only, "only on this engine"), (missing, "neither")] {
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("BASE_DIGEST_UNAVAILABLE") && err.contains(says),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        base_digest().as_deref(),
+        Some(digest.as_str()),
+        "a refusal writes nothing"
     );
     write(
         work.path(),
