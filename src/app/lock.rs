@@ -294,13 +294,14 @@ impl DigestSource for EngineDigests {
             images::base_digest(&engine, image).await
         })?;
         Ok(match found {
-            Some((d, images::DigestSource::Registry | images::DigestSource::Local)) => Ok(d),
-            Some((id, images::DigestSource::LocalOnly)) => Err(format!(
+            Ok((d, images::DigestSource::Registry | images::DigestSource::Local)) => Ok(d),
+            Ok((id, images::DigestSource::LocalOnly)) => Err(format!(
                 "`{image}` is only on this engine (image {id}, no registry digest): a build \
                  cannot name it by digest"
             )),
-            None => Err(format!(
-                "neither the registry nor the Docker engine has `{image}`"
+            Err(registry) => Err(format!(
+                "neither the registry nor the Docker engine has `{image}` (the registry, asked \
+                 through the engine: {registry})"
             )),
         })
     }

@@ -45,11 +45,12 @@ pub enum DigestSource {
 }
 
 /// The digest `FROM image@digest` should name: the registry's, else the local image's repo
-/// digest, else (an image no registry has) its id. `Ok(None)` when neither has the image.
+/// digest, else (an image no registry has) its id. `Ok(Err(why))` when neither has the image:
+/// what the registry answered.
 pub async fn base_digest(
     engine: &Engine,
     image: &str,
-) -> Result<Option<(String, DigestSource)>, Failure> {
+) -> Result<Result<(String, DigestSource), String>, Failure> {
     let remote = engine
         .call(
             Call::Short,
@@ -59,9 +60,13 @@ pub async fn base_digest(
         .await?;
     // A registry that cannot be reached or does not have the tag is not an error yet: the
     // engine may have the image.
-    if let Some(d) = remote.ok().and_then(|r| r.descriptor.digest) {
-        return Ok(Some((d, DigestSource::Registry)));
-    }
+    let registry_said = match remote {
+        Ok(r) => match r.descriptor.digest {
+            Some(d) => return Ok(Ok((d, DigestSource::Registry))),
+            None => "no digest in its answer".to_string(),
+        },
+        Err(e) => super::short_error(&e),
+    };
     let local = engine
         .call(
             Call::Short,
@@ -71,7 +76,7 @@ pub async fn base_digest(
         .await?;
     let info = match local {
         Ok(i) => i,
-        Err(e) if is_not_found(&e) => return Ok(None),
+        Err(e) if is_not_found(&e) => return Ok(Err(registry_said)),
         Err(e) => return Err(engine_error(&format!("cannot inspect image `{image}`"), &e)),
     };
     let repo = repository_of(image);
@@ -84,9 +89,9 @@ pub async fn base_digest(
             (repository_of(name) == repo).then(|| digest.to_string())
         });
     Ok(match (repo_digest, info.id) {
-        (Some(d), _) => Some((d, DigestSource::Local)),
-        (None, Some(id)) => Some((id, DigestSource::LocalOnly)),
-        (None, None) => None,
+        (Some(d), _) => Ok((d, DigestSource::Local)),
+        (None, Some(id)) => Ok((id, DigestSource::LocalOnly)),
+        (None, None) => Err(registry_said),
     })
 }
 
