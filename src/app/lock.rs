@@ -74,6 +74,12 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
             diagnostics.push(d);
             return Ok(LockOutcome::Refused { diagnostics });
         }
+        if loaded.spec.lock.wants_base_digest() {
+            if let Some(d) = attach_base_digest(&mut lock, &path, mode, &EngineDigests)? {
+                diagnostics.push(d);
+                return Ok(LockOutcome::Refused { diagnostics });
+            }
+        }
     }
     let text = lock
         .to_toml()
@@ -267,4 +273,230 @@ fn held_back(on_disk: Option<&Lock>, names: &[String]) -> Result<Vec<String>, Fa
         .filter(|p| !names.contains(&p.name))
         .map(|p| format!("{}=={}", p.name, p.version))
         .collect())
+}
+
+/// Asks for a base image's digest (the engine, or a stand-in in tests).
+pub trait DigestSource {
+    /// The digest `FROM image@digest` should name; `Ok(Err(why))` when there is none to pin
+    /// the image by.
+    fn digest(&self, image: &str) -> Result<Result<String, String>, Failure>;
+}
+
+/// The Docker engine: the registry's digest (distribution inspect, no pull), else the local
+/// image's repo digest.
+pub struct EngineDigests;
+
+impl DigestSource for EngineDigests {
+    fn digest(&self, image: &str) -> Result<Result<String, String>, Failure> {
+        use crate::infra::docker::{connect, images, runtime};
+        let found = runtime()?.block_on(async {
+            let engine = connect().await?;
+            images::base_digest(&engine, image).await
+        })?;
+        Ok(match found {
+            Ok((d, images::DigestSource::Registry | images::DigestSource::Local)) => Ok(d),
+            Ok((id, images::DigestSource::LocalOnly)) => Err(format!(
+                "`{image}` is only on this engine (image {id}, no registry digest): a build \
+                 cannot name it by digest"
+            )),
+            Err(registry) => Err(format!(
+                "neither the registry nor the Docker engine has `{image}` (the registry, asked \
+                 through the engine: {registry})"
+            )),
+        })
+    }
+}
+
+/// Give `lock` its base image's digest (a full lock: `[lock] closure = true`): the lock on
+/// disk's when it was taken for the same base (no engine call), else (mode permitting) a fresh
+/// one from `source`; `--upgrade` always asks again. `Ok(Some(d))` is a refusal to report.
+pub fn attach_base_digest(
+    lock: &mut Lock,
+    path: &Path,
+    mode: ClosureMode<'_>,
+    source: &dyn DigestSource,
+) -> Result<Option<Diagnostic>, Failure> {
+    use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
+    // A base named by digest in the spec is pinned already.
+    if lock.image.base.contains('@') {
+        return Ok(None);
+    }
+    let on_disk = crate::infra::fs::read_text(path, crate::infra::fs::Input::Lock)
+        .ok()
+        .and_then(|t| Lock::from_toml(&t).ok())
+        .filter(|o| o.image.base == lock.image.base)
+        .and_then(|o| o.image.base_digest);
+    let upgrade = matches!(mode, ClosureMode::Resolve { upgrade: true, .. });
+    let digest = match (on_disk, mode) {
+        (Some(d), _) if !upgrade => d,
+        (_, ClosureMode::Offline { why }) => {
+            return Ok(Some(
+                Diagnostic::error(
+                    crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION,
+                    format!(
+                        "{} has no digest for the base image `{}`, and {why} does not ask the registry",
+                        crate::core::diag::shown(path),
+                        lock.image.base
+                    ),
+                )
+                .with_hint("run `envbuild lock` (it asks the Docker engine for the digest) and commit the lock"),
+            ))
+        }
+        _ => match source.digest(&lock.image.base)? {
+            Ok(d) => d,
+            Err(why) => {
+                return Ok(Some(Diagnostic::error(BASE_DIGEST_UNAVAILABLE, why).with_hint(
+                    "push the base image to a registry the engine can reach (or pull it once), \
+                     or set `base-digest = false` in [lock] to build from the tag",
+                )))
+            }
+        },
+    };
+    // The digest is written into the Dockerfile: only a sha256 one is taken.
+    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(Some(Diagnostic::error(
+            BASE_DIGEST_UNAVAILABLE,
+            format!(
+                "the digest given for `{}` is not a sha256 digest",
+                lock.image.base
+            ),
+        )));
+    }
+    lock.image.base_digest = Some(digest);
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A registry answering `digest` and counting the questions.
+    struct Fake {
+        digest: Result<String, String>,
+        asked: Cell<u32>,
+    }
+
+    impl DigestSource for Fake {
+        fn digest(&self, _image: &str) -> Result<Result<String, String>, Failure> {
+            self.asked.set(self.asked.get() + 1);
+            Ok(self.digest.clone())
+        }
+    }
+
+    fn fake(d: Result<String, String>) -> Fake {
+        Fake {
+            digest: d,
+            asked: Cell::new(0),
+        }
+    }
+
+    fn sha(c: &str) -> String {
+        format!("sha256:{}", c.repeat(64))
+    }
+
+    const RESOLVE: ClosureMode<'static> = ClosureMode::Resolve {
+        upgrade: false,
+        upgrade_packages: &[],
+    };
+    const UPGRADE: ClosureMode<'static> = ClosureMode::Resolve {
+        upgrade: true,
+        upgrade_packages: &[],
+    };
+
+    fn example() -> Lock {
+        Lock::from_toml(include_str!("../../specs/torch29-cu128/envbuild.lock")).expect("lock")
+    }
+
+    /// The digest is asked once, then reused from the lock on disk while the base is the
+    /// same (no engine call); `--upgrade` and a new base ask again; `--locked`/`--offline`
+    /// never ask and refuse when there is none for this base.
+    #[test]
+    fn the_base_digest_is_reused_until_the_base_changes_or_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("envbuild.lock");
+        let offline = ClosureMode::Offline { why: "--locked" };
+
+        // No lock on disk: offline refuses without asking.
+        let f = fake(Ok(sha("a")));
+        let mut lock = example();
+        let d = attach_base_digest(&mut lock, &path, offline, &f)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            d.code,
+            crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION
+        );
+        assert_eq!((f.asked.get(), lock.image.base_digest.clone()), (0, None));
+
+        assert!(attach_base_digest(&mut lock, &path, RESOLVE, &f)
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            (f.asked.get(), lock.image.base_digest.clone()),
+            (1, Some(sha("a")))
+        );
+        std::fs::write(&path, lock.to_toml().unwrap()).unwrap();
+
+        // The registry moved on: reuse keeps the locked digest, offline too, upgrade takes it.
+        let f = fake(Ok(sha("b")));
+        for mode in [RESOLVE, offline] {
+            let mut again = example();
+            assert!(attach_base_digest(&mut again, &path, mode, &f)
+                .unwrap()
+                .is_none());
+            assert_eq!(again.image.base_digest, Some(sha("a")));
+        }
+        assert_eq!(f.asked.get(), 0);
+        let mut up = example();
+        assert!(attach_base_digest(&mut up, &path, UPGRADE, &f)
+            .unwrap()
+            .is_none());
+        assert_eq!((f.asked.get(), up.image.base_digest), (1, Some(sha("b"))));
+
+        // Another base: the old digest is not taken for it.
+        let mut other = example();
+        other.image.base = "registry.example/team/base:1".into();
+        let d = attach_base_digest(&mut other, &path, offline, &f)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            d.code,
+            crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION
+        );
+        assert!(attach_base_digest(&mut other, &path, RESOLVE, &f)
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            (f.asked.get(), other.image.base_digest),
+            (2, Some(sha("b")))
+        );
+    }
+
+    /// No digest, or one that is not a sha256, is BASE_DIGEST_UNAVAILABLE and sets nothing; a
+    /// base already named by digest is left alone.
+    #[test]
+    fn a_missing_or_odd_digest_is_refused() {
+        use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("envbuild.lock");
+        for answer in [
+            Err("neither has it".to_string()),
+            Ok("sha256:abc\nRUN evil".to_string()),
+            Ok(format!("md5:{}", "a".repeat(64))),
+        ] {
+            let mut lock = example();
+            let d = attach_base_digest(&mut lock, &path, RESOLVE, &fake(answer)).unwrap();
+            assert_eq!(d.unwrap().code, BASE_DIGEST_UNAVAILABLE);
+            assert_eq!(lock.image.base_digest, None);
+        }
+        let mut pinned = example();
+        pinned.image.base = format!("python:3.12-slim@{}", sha("c"));
+        let f = fake(Ok(sha("a")));
+        assert!(attach_base_digest(&mut pinned, &path, RESOLVE, &f)
+            .unwrap()
+            .is_none());
+        assert_eq!((f.asked.get(), pinned.image.base_digest), (0, None));
+    }
 }

@@ -55,6 +55,15 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
                     diagnostics.push(d);
                     return Ok(LockFor::Refused(diagnostics));
                 }
+                if loaded.spec.lock.wants_base_digest() {
+                    let digests = super::lock::EngineDigests;
+                    if let Some(d) =
+                        super::lock::attach_base_digest(&mut lock, &path, mode, &digests)?
+                    {
+                        diagnostics.push(d);
+                        return Ok(LockFor::Refused(diagnostics));
+                    }
+                }
             }
             LockFor::Ready {
                 lock: Box::new(lock),

@@ -13,7 +13,10 @@ use std::path::Path;
 
 /// The tests in this file, for the harness (tests/docker/main.rs).
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    trials![the_images_pip_agrees_and_a_later_install_is_drift]
+    trials![
+        the_images_pip_agrees_and_a_later_install_is_drift,
+        a_closure_lock_pins_its_registry_base_by_digest,
+    ]
 }
 
 /// Every file under `dir`, relative, with its bytes.
@@ -212,4 +215,127 @@ fn the_images_pip_agrees_and_a_later_install_is_drift() {
         d.remove_image(t);
     }
     d.assert_no_smoke_container("after the closure images");
+}
+
+/// A closure lock whose base is in a registry (a tiny busybox pushed to one on 127.0.0.1, its
+/// tag then removed from the engine) records the registry's digest, asked through the engine
+/// without a pull; the rendered Dockerfile names it and the engine pulls and builds FROM it;
+/// with the registry gone the digest is reused from the lock, `--upgrade` asks again (the
+/// engine's pulled copy answers; a local-only or missing image is BASE_DIGEST_UNAVAILABLE), and
+/// `--locked` on a changed base refuses without asking.
+fn a_closure_lock_pins_its_registry_base_by_digest() {
+    let test = "a_closure_lock_pins_its_registry_base_by_digest";
+    let Some(d) = crate::engine_support::engine(test) else {
+        return;
+    };
+    let Some(r) = crate::push::registry(test) else {
+        return;
+    };
+    let busybox = crate::engine_support::busybox_image(&d);
+    let repo = format!(
+        "{}/envbuild-test/digest-base-{}",
+        r.addr,
+        crate::docker::nonce()
+    );
+    d.tag_image(&busybox, &repo, "1");
+    let digest = d
+        .block_on(envbuild::infra::docker::registry::push(
+            &d.engine,
+            &repo,
+            "1",
+            None,
+            &mut |_| {},
+        ))
+        .unwrap_or_else(|f| panic!("{f}"));
+    // Only the registry has the tag now: the digest can come from nowhere else.
+    d.remove_image(&format!("{repo}:1"));
+    d.remove_image(&format!("{repo}@{digest}"));
+
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    let work = tempdir();
+    let spec = closure_spec("digest", "3.11", "2.36", idx.path(), "")
+        .replace("base-digest = false\n", "")
+        + &format!("\n[image]\nbase = \"{repo}:1\"\n");
+    write(work.path(), "envbuild.toml", &spec);
+    let out = lock_in(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock_file = work.path().join("envbuild.lock");
+    let base_digest = || {
+        envbuild::core::lock::Lock::from_toml(&fs::read_to_string(&lock_file).unwrap())
+            .unwrap()
+            .image
+            .base_digest
+    };
+    assert_eq!(base_digest().as_deref(), Some(digest.as_str()));
+
+    let out = envbuild()
+        .current_dir(work.path())
+        .args(["render", "envbuild.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dockerfile = fs::read_to_string(work.path().join("render/Dockerfile")).unwrap();
+    let from = format!("FROM {repo}:1@{digest} AS ");
+    assert!(dockerfile.contains(&from), "no `{from}` in:\n{dockerfile}");
+
+    // The engine pulls that reference (tag and digest) and builds FROM it.
+    let pinned = format!("{repo}:1@{digest}");
+    d.block_on(envbuild::infra::docker::registry::pull(
+        &d.engine,
+        &pinned,
+        None,
+        &mut |_| {},
+    ))
+    .unwrap_or_else(|f| panic!("pulling {pinned}: {f}"));
+    let child = build_image(
+        &d,
+        "envbuild-test/digest-child",
+        format!("FROM {pinned}\nLABEL dev.envbuild.test-digest={digest}\n"),
+        Default::default(),
+    );
+    d.remove_image(&child);
+
+    // The registry is gone: an unchanged base reuses the lock's digest.
+    drop(r);
+    let out = lock_in(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(base_digest().as_deref(), Some(digest.as_str()));
+    // --upgrade asks again: the engine's pulled copy answers (RepoDigests) for the registry.
+    d.tag_image(&pinned, &repo, "1");
+    let out = lock_in(work.path(), &["--upgrade"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(base_digest().as_deref(), Some(digest.as_str()));
+    d.remove_image(&format!("{repo}:1"));
+    d.remove_image(&format!("{repo}@{digest}"));
+    // A tag only this engine has has no digest a build could name; nor has a missing one.
+    d.tag_image(&busybox, &repo, "1");
+    let local_only = lock_in(work.path(), &["--upgrade"]);
+    d.remove_image(&format!("{repo}:1"));
+    let missing = lock_in(work.path(), &["--upgrade"]);
+    for (out, says) in [(local_only, "only on this engine"), (missing, "neither")] {
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("BASE_DIGEST_UNAVAILABLE") && err.contains(says),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        base_digest().as_deref(),
+        Some(digest.as_str()),
+        "a refusal writes nothing"
+    );
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec.replace(&format!("{repo}:1"), &format!("{repo}:2")),
+    );
+    let out = lock_in(work.path(), &["--locked"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("CLOSURE_NEEDS_RESOLUTION"),
+        "{}",
+        stderr_of(&out)
+    );
 }

@@ -21,9 +21,9 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
 }
 
 /// A registry of this test's own; stopped (and its storage removed) when dropped.
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
     _dir: tempfile::TempDir,
 }
 
@@ -35,7 +35,7 @@ impl Drop for Registry {
 }
 
 /// Start `docker-registry serve` on a free port; skip (fail in CI) when it is not installed.
-fn registry(test: &str) -> Option<Registry> {
+pub(crate) fn registry(test: &str) -> Option<Registry> {
     if !support::tool_found("docker-registry") {
         support::skip_or_fail(
             test,

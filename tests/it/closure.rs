@@ -34,12 +34,14 @@ pub fn add_wheels(dir: &Path, json: &str) {
 }
 
 /// A spec locking torch 2.14.1 (no companions) for Python `python` and glibc `glibc`, its
-/// closure from the index at `index`, with `extra` lines at the top level.
+/// closure from the index at `index`, with `extra` lines at the top level. The base image's
+/// digest is left out (no registry here; tests/docker/base_digest.rs covers it).
 pub fn closure_spec(name: &str, python: &str, glibc: &str, index: &Path, extra: &str) -> String {
     format!(
         "name = \"{name}\"\npython = \"{python}\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
          torchaudio = false\n{extra}\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H200\"]\n\
-         glibc = \"{glibc}\"\n\n[lock]\nclosure = true\nindex-url = \"file://{}/simple\"\n",
+         glibc = \"{glibc}\"\n\n[lock]\nclosure = true\nindex-url = \"file://{}/simple\"\n\
+         base-digest = false\n",
         index.display()
     )
 }

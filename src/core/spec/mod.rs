@@ -334,9 +334,19 @@ pub struct LockOpts {
     /// The index the closure is resolved from (default PyPI's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_url: Option<String>,
+    /// With `closure`: record the base image's digest and build `FROM name@digest` (default
+    /// on; `base-digest = false` leaves the tag floating).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_digest: Option<bool>,
 }
 
 impl LockOpts {
+    /// Whether the lock records the base image's digest: only a closure lock does, unless the
+    /// spec says `base-digest = false`.
+    pub fn wants_base_digest(&self) -> bool {
+        self.closure && self.base_digest != Some(false)
+    }
+
     pub fn is_default(&self) -> bool {
         *self == LockOpts::default()
     }

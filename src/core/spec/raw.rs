@@ -40,6 +40,7 @@ pub struct RawSpec {
 pub struct RawLock {
     pub closure: Option<bool>,
     pub index_url: Option<String>,
+    pub base_digest: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -107,4 +108,4 @@ pub const IMAGE_KEYS: &[&str] = &[
     "ca-bundle",
 ];
 pub const RUN_KEYS: &[&str] = &["shm-size", "port", "datasets", "checkpoints"];
-pub const LOCK_KEYS: &[&str] = &["closure", "index-url"];
+pub const LOCK_KEYS: &[&str] = &["closure", "index-url", "base-digest"];

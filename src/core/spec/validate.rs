@@ -276,5 +276,9 @@ fn lock_opts(
         (None, p) if closure => p.map(str::to_string),
         (None, _) => None,
     };
-    super::LockOpts { closure, index_url }
+    super::LockOpts {
+        closure,
+        index_url,
+        base_digest: raw.base_digest,
+    }
 }

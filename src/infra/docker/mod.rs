@@ -51,6 +51,9 @@ pub mod codes {
     pub const ENGINE_TIMEOUT: Code = "ENGINE_TIMEOUT";
     /// The CA bundle named for the build (`[image] ca-bundle`, `PIP_CERT`, ...) is unusable.
     pub const CA_BUNDLE_INVALID: Code = "CA_BUNDLE_INVALID";
+    /// A full lock needs the base image's digest and neither the registry nor the engine has
+    /// the image.
+    pub const BASE_DIGEST_UNAVAILABLE: Code = "BASE_DIGEST_UNAVAILABLE";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`.
@@ -68,6 +71,7 @@ pub mod codes {
         INTERRUPTED,
         PULL_FAILED,
         PUSH_FAILED,
+        BASE_DIGEST_UNAVAILABLE,
         REGISTRY_AUTH,
         VERDICT_MISSING,
         ENGINE_TIMEOUT,
