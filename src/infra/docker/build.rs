@@ -386,6 +386,24 @@ async fn existing_image(
     }))
 }
 
+/// The `ENGINE_TIMEOUT` of a build stream that stayed silent past the idle limit, naming the
+/// step it had reached (`builder` qualifies the build, e.g. " with BuildKit").
+pub(super) fn build_stalled(
+    engine: &Engine,
+    primary: &str,
+    builder: &str,
+    log: &BuildLog,
+) -> Failure {
+    let doing = match &log.step {
+        Some((n, total, instruction)) => {
+            format!("building `{primary}`{builder} (step {n}/{total}: {instruction})")
+        }
+        None => format!("building `{primary}`{builder} (sending the context)"),
+    };
+    let idle = engine.limits.of(Call::BuildIdle);
+    limits::timed_out(&engine.host, &doing, Call::BuildIdle, idle)
+}
+
 /// Send the context and follow the engine's build stream to its end. A stream that stays
 /// silent past the build's idle limit is `ENGINE_TIMEOUT` (a long build that keeps talking is
 /// never cut).
@@ -418,18 +436,7 @@ async fn stream_build(
     let idle = engine.limits.of(Call::BuildIdle);
     loop {
         let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
-            let doing = match &log.step {
-                Some((n, total, instruction)) => {
-                    format!("building `{primary}` (step {n}/{total}: {instruction})")
-                }
-                None => format!("building `{primary}` (sending the context)"),
-            };
-            return Err(limits::timed_out(
-                &engine.host,
-                &doing,
-                Call::BuildIdle,
-                idle,
-            ));
+            return Err(build_stalled(engine, primary, "", &log));
         };
         let Some(item) = next else { break };
         match item {

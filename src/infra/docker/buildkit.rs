@@ -95,7 +95,7 @@ pub(super) async fn stream(
     context: &BuildContext,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<BuildLog, crate::core::diag::Failure> {
-    use super::limits::{self, Call};
+    use super::limits::Call;
     let session = session_id();
     let mut opts = BuildImageOptionsBuilder::default()
         .dockerfile(dockerfile)
@@ -130,17 +130,11 @@ pub(super) async fn stream(
     let idle = engine.limits.of(Call::BuildIdle);
     loop {
         let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
-            let doing = match &log.step {
-                Some((n, total, instruction)) => {
-                    format!("building `{primary}` with BuildKit (step {n}/{total}: {instruction})")
-                }
-                None => format!("building `{primary}` with BuildKit (sending the context)"),
-            };
-            return Err(limits::timed_out(
-                &engine.host,
-                &doing,
-                Call::BuildIdle,
-                idle,
+            return Err(super::build::build_stalled(
+                engine,
+                primary,
+                " with BuildKit",
+                &log,
             ));
         };
         let Some(item) = next else { break };
