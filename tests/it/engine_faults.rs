@@ -473,3 +473,33 @@ fn a_signal_during_doctors_gpu_probe_removes_the_probe_container() {
         assert!(lists >= 2, "SIG{signal}: {:?}", engine.seen());
     }
 }
+
+#[test]
+fn a_stalled_pull_is_cut_after_its_idle_limit_naming_the_image() {
+    // Every inspect says "no such image", so `image` pulls the spec's base (`--pull missing`);
+    // the pull's answer never comes. Short limit 0.1 s: the pull may stay silent for 6 s.
+    let engine = FakeEngine::start(vec![(
+        "/json",
+        404,
+        r#"{"message":"No such image"}"#.into(),
+    )]);
+    let spec = root().join("specs/torch29-cu128/envbuild.toml");
+    let started = Instant::now();
+    let mut child = envbuild_at(&engine, "0.1")
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none"])
+        .env("CI", "1")
+        .spawn()
+        .unwrap();
+    let out = wait_within(&mut child, Duration::from_secs(30), "envbuild image");
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(started.elapsed() >= Duration::from_secs(6), "{err}");
+    assert!(
+        err.contains("ENGINE_TIMEOUT")
+            && err.contains("sent nothing for 6s while pulling `python:3.12"),
+        "{err}"
+    );
+    assert!(engine.seen().iter().any(|r| r.contains("/images/create")));
+}

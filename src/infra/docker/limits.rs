@@ -27,7 +27,7 @@ pub enum Call {
     Short,
     /// Creating, starting and copying into a container.
     Container,
-    /// The longest a build (or a pull) may go without sending an event.
+    /// The longest a build, pull, push or import may go without sending an event.
     BuildIdle,
 }
 

@@ -4,6 +4,7 @@
 //! `X-Registry-Auth` header. Performs network I/O against the engine (and, through it, the
 //! registry).
 
+use super::limits::{self, Call};
 use super::{images, is_not_found, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::registry::pull_parts;
@@ -21,6 +22,75 @@ pub struct Progress {
     pub status: String,
     /// Bytes done and total, while a layer moves.
     pub bytes: Option<(i64, i64)>,
+}
+
+/// One event of a pull, push or import stream, whatever bollard type carries it.
+struct Event {
+    layer: Option<String>,
+    status: Option<String>,
+    error: Option<String>,
+    bytes: Option<(i64, i64)>,
+}
+
+impl From<bollard::models::CreateImageInfo> for Event {
+    fn from(i: bollard::models::CreateImageInfo) -> Event {
+        Event {
+            layer: i.id,
+            status: i.status,
+            error: i.error_detail.and_then(|d| d.message),
+            bytes: i.progress_detail.and_then(|p| Some((p.current?, p.total?))),
+        }
+    }
+}
+
+impl From<bollard::models::PushImageInfo> for Event {
+    fn from(i: bollard::models::PushImageInfo) -> Event {
+        Event {
+            layer: None,
+            status: i.status,
+            error: i.error_detail.and_then(|d| d.message),
+            bytes: i.progress_detail.and_then(|p| Some((p.current?, p.total?))),
+        }
+    }
+}
+
+/// Follow a pull, push or import stream to its end, giving each event without an error to
+/// `on_event`. Like a build, it gets an idle limit, not a total one: silent past it is
+/// `ENGINE_TIMEOUT` naming `doing`. Returns the last error the engine reported; the outcome is
+/// then decided by asking the engine (bollard may end a good stream with a spurious error).
+async fn follow<S, T>(
+    engine: &Engine,
+    doing: &str,
+    mut stream: S,
+    on_event: &mut (dyn FnMut(Event) + Send),
+) -> Result<Option<String>, Failure>
+where
+    S: futures_util::Stream<Item = Result<T, bollard::errors::Error>> + Unpin,
+    T: Into<Event>,
+{
+    let idle = engine.limits.of(Call::BuildIdle);
+    let mut error = None;
+    loop {
+        let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
+            return Err(limits::timed_out(
+                &engine.host,
+                doing,
+                Call::BuildIdle,
+                idle,
+            ));
+        };
+        match next {
+            None => return Ok(error),
+            Some(Ok(item)) => {
+                let event = item.into();
+                match event.error {
+                    Some(msg) => error = Some(msg),
+                    None => on_event(event),
+                }
+            }
+            Some(Err(e)) => return Ok(Some(short_error(&e))),
+        }
+    }
 }
 
 fn bollard_creds(c: Option<&Credentials>) -> Option<DockerCredentials> {
@@ -86,33 +156,20 @@ pub async fn pull(
         .from_image(name)
         .tag(tag)
         .build();
-    let mut stream = engine
+    let stream = engine
         .docker
         .create_image(Some(opts), None, bollard_creds(creds));
-    let mut error = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(info) => {
-                if let Some(msg) = info.error_detail.and_then(|d| d.message) {
-                    error = Some(msg);
-                    continue;
-                }
-                if let Some(status) = info.status {
-                    on_progress(Progress {
-                        layer: info.id,
-                        status,
-                        bytes: info
-                            .progress_detail
-                            .and_then(|p| Some((p.current?, p.total?))),
-                    });
-                }
-            }
-            Err(e) => {
-                error = Some(short_error(&e));
-                break;
-            }
+    let doing = format!("pulling `{reference}`");
+    let error = follow(engine, &doing, stream, &mut |e| {
+        if let Some(status) = e.status {
+            on_progress(Progress {
+                layer: e.layer,
+                status,
+                bytes: e.bytes,
+            });
         }
-    }
+    })
+    .await?;
     // bollard 0.21.1 may end a good pull with a spurious stream error: the engine decides.
     if images::inspect(engine, reference).await?.is_some() {
         return Ok(());
@@ -148,40 +205,28 @@ pub async fn push(
     let opts = bollard::query_parameters::PushImageOptionsBuilder::default()
         .tag(tag)
         .build();
-    let mut stream = engine
+    let stream = engine
         .docker
         .push_image(name, Some(opts), bollard_creds(creds));
-    let (mut error, mut digest) = (None, None);
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(info) => {
-                if let Some(msg) = info.error_detail.and_then(|d| d.message) {
-                    error = Some(msg);
-                    continue;
-                }
-                if let Some(status) = info.status {
-                    // The last status: `TAG: digest: sha256:... size: N`.
-                    if let Some(d) = status
-                        .split_once("digest: ")
-                        .and_then(|(_, r)| r.split_whitespace().next())
-                    {
-                        digest = Some(d.to_string());
-                    }
-                    on_progress(Progress {
-                        layer: None,
-                        status,
-                        bytes: info
-                            .progress_detail
-                            .and_then(|p| Some((p.current?, p.total?))),
-                    });
-                }
+    let mut digest = None;
+    let doing = format!("pushing `{reference}`");
+    let error = follow(engine, &doing, stream, &mut |e| {
+        if let Some(status) = e.status {
+            // The last status: `TAG: digest: sha256:... size: N`.
+            if let Some(d) = status
+                .split_once("digest: ")
+                .and_then(|(_, r)| r.split_whitespace().next())
+            {
+                digest = Some(d.to_string());
             }
-            Err(e) => {
-                error = Some(short_error(&e));
-                break;
-            }
+            on_progress(Progress {
+                layer: None,
+                status,
+                bytes: e.bytes,
+            });
         }
-    }
+    })
+    .await?;
     match (error, digest) {
         (None, Some(d)) if d.starts_with("sha256:") => Ok(d),
         (Some(msg), _) if is_auth_error(&msg) => Err(auth_refused("push", &reference, &msg, creds)),
@@ -205,11 +250,16 @@ pub async fn remote_digest(
     reference: &str,
     creds: Option<&Credentials>,
 ) -> Result<Option<String>, Failure> {
-    match engine
-        .docker
-        .inspect_registry_image(reference, bollard_creds(creds))
-        .await
-    {
+    let answer = engine
+        .call(
+            Call::Short,
+            || format!("asking the registry about `{reference}`"),
+            engine
+                .docker
+                .inspect_registry_image(reference, bollard_creds(creds)),
+        )
+        .await?;
+    match answer {
         Ok(d) => Ok(d.descriptor.digest),
         Err(e) => {
             let msg = short_error(&e);
@@ -237,24 +287,30 @@ pub async fn tag(engine: &Engine, id: &str, name: &str, tag: &str) -> Result<(),
         .tag(tag)
         .build();
     engine
-        .docker
-        .tag_image(id, Some(opts))
-        .await
+        .call(
+            Call::Short,
+            || format!("tagging `{id}` as `{name}:{tag}`"),
+            engine.docker.tag_image(id, Some(opts)),
+        )
+        .await?
         .map_err(|e| super::engine_error(&format!("cannot tag `{id}` as `{name}:{tag}`"), &e))
 }
 
 /// Remove the name `reference` (the image goes too when no other name holds it); a name
 /// already gone is not an error.
 pub async fn untag(engine: &Engine, reference: &str) -> Result<(), Failure> {
-    match engine
-        .docker
-        .remove_image(
-            reference,
-            None::<bollard::query_parameters::RemoveImageOptions>,
-            None,
+    let answer = engine
+        .call(
+            Call::Short,
+            || format!("removing `{reference}`"),
+            engine.docker.remove_image(
+                reference,
+                None::<bollard::query_parameters::RemoveImageOptions>,
+                None,
+            ),
         )
-        .await
-    {
+        .await?;
+    match answer {
         Ok(_) => Ok(()),
         Err(e) if is_not_found(&e) => Ok(()),
         Err(e) => Err(super::engine_error(
@@ -301,20 +357,11 @@ pub async fn import_file_image(
         .tag(tag)
         .changes(changes)
         .build();
-    let mut stream =
-        engine
-            .docker
-            .create_image(Some(opts), Some(bollard::body_full(tar.into())), None);
-    let mut error = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(info) => error = info.error_detail.and_then(|d| d.message).or(error),
-            Err(e) => {
-                error = Some(short_error(&e));
-                break;
-            }
-        }
-    }
+    let stream = engine
+        .docker
+        .create_image(Some(opts), Some(bollard::body_full(tar.into())), None);
+    let doing = format!("making the verdict image `{name}:{tag}`");
+    let error = follow(engine, &doing, stream, &mut |_| {}).await?;
     let reference = format!("{name}:{tag}");
     match images::inspect(engine, &reference).await? {
         Some(i) => Ok(i.id),
