@@ -360,6 +360,32 @@ fn a_bad_engine_timeout_value_is_a_usage_error() {
     assert!(err.contains("ENVBUILD_ENGINE_TIMEOUT=soon"), "{err}");
 }
 
+#[test]
+fn a_bad_builder_value_is_a_usage_error_before_any_call() {
+    // A typo must not silently pick a builder; it fails before the engine is asked anything.
+    let engine = FakeEngine::start(vec![]);
+    let spec = root().join("specs/torch29-cu128/envbuild.toml");
+    let mut child = envbuild_at(&engine, "1")
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none"])
+        .env("ENVBUILD_BUILDER", "buildkitt")
+        .spawn()
+        .unwrap();
+    let out = wait_within(&mut child, Duration::from_secs(20), "envbuild image");
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ENVBUILD_BUILDER=buildkitt is not a builder") && err.contains("auto"),
+        "{err}"
+    );
+    assert!(
+        engine.seen().iter().all(|r| !r.contains("/images/")),
+        "{:?}",
+        engine.seen()
+    );
+}
+
 fn kill(child: &Child, signal: &str) {
     let ok = Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])

@@ -238,7 +238,7 @@ pub async fn build_pulling(
         }
     }
     // Chosen only now, so the no-op above costs no extra round trip to the engine.
-    let builder = super::buildkit::choose(engine).await;
+    let builder = super::buildkit::choose(engine).await?;
     let dockerfile_name = dockerfile_for(req, &builder);
     let context = if dockerfile_name == req.dockerfile {
         context

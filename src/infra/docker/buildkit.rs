@@ -28,26 +28,51 @@ pub const BUILDER_ENV: &str = "ENVBUILD_BUILDER";
 /// experimental (Docker 18.09).
 const BUILDKIT_MIN_API: (u32, u32) = (1, 39);
 
-/// Pick the builder: BuildKit when the engine has it (Linux engines from API 1.39), the legacy
-/// builder otherwise or when `ENVBUILD_BUILDER=legacy` says so.
-pub async fn choose(engine: &Engine) -> Builder {
+/// The builder `ENVBUILD_BUILDER` forces (`None`: unset or `auto`); any other value is a usage
+/// error, checked when envbuild connects so that a typo fails before any work.
+pub fn forced() -> Result<Option<Builder>, crate::core::diag::Failure> {
     match std::env::var(BUILDER_ENV).ok().as_deref().map(str::trim) {
-        Some("legacy") => return Builder::Legacy(format!("{BUILDER_ENV}=legacy")),
-        Some("buildkit") => return Builder::BuildKit,
-        _ => {}
+        Some("legacy") => Ok(Some(Builder::Legacy(format!("{BUILDER_ENV}=legacy")))),
+        Some("buildkit") => Ok(Some(Builder::BuildKit)),
+        None | Some("") | Some("auto") => Ok(None),
+        Some(other) => Err(crate::core::diag::Failure::usage(
+            format!(
+                "{BUILDER_ENV}={} is not a builder",
+                crate::core::diag::printable(other)
+            ),
+            Some(format!(
+                "{BUILDER_ENV}=buildkit, legacy or auto (the default: BuildKit when the engine has it)"
+            )),
+        )),
     }
-    let version = match engine.docker.version().await {
+}
+
+/// Pick the builder: BuildKit when the engine has it (Linux engines from API 1.39), the legacy
+/// builder otherwise or when `ENVBUILD_BUILDER` says so ([`forced`]); a stalled engine is
+/// `ENGINE_TIMEOUT`.
+pub async fn choose(engine: &Engine) -> Result<Builder, crate::core::diag::Failure> {
+    if let Some(forced) = forced()? {
+        return Ok(forced);
+    }
+    let answer = engine
+        .call(
+            super::limits::Call::Short,
+            || "reading the engine's version".into(),
+            engine.docker.version(),
+        )
+        .await?;
+    let version = match answer {
         Ok(v) => v,
         Err(e) => {
-            return Builder::Legacy(format!(
+            return Ok(Builder::Legacy(format!(
                 "the engine did not say its version ({})",
                 short_error(&e)
-            ))
+            )))
         }
     };
     let os = version.os.unwrap_or_default();
     let api = version.api_version.unwrap_or_default();
-    decide(&os, &api)
+    Ok(decide(&os, &api))
 }
 
 /// The decision of [`choose`] from the engine's OS and API version.

@@ -131,6 +131,7 @@ fn unreachable_hint() -> String {
 /// Connect to the engine named by `DOCKER_HOST` (or the local socket) and check that it answers.
 pub async fn connect() -> Result<Engine, Failure> {
     let limits = limits::Limits::from_env()?;
+    buildkit::forced()?;
     // A silent engine at this point is an unreachable one, not a stalled one.
     let ping_limit = limits.ping();
     let host = std::env::var("DOCKER_HOST")
@@ -258,6 +259,14 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// The engine's version (`docker version`'s server version), `None` when it does not say.
 pub async fn engine_version(engine: &Engine) -> Option<String> {
-    let v = engine.docker.version().await.ok()?;
+    let v = engine
+        .call(
+            limits::Call::Short,
+            || "reading the engine's version".into(),
+            engine.docker.version(),
+        )
+        .await
+        .ok()?
+        .ok()?;
     v.version.filter(|v| !v.trim().is_empty())
 }
