@@ -70,15 +70,9 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
                 upgrade_packages: req.upgrade_packages,
             }
         };
-        if let Some(d) = attach_closure(&mut lock, &loaded.spec, table, &path, mode)? {
+        if let Some(d) = attach_full(&mut lock, &loaded.spec, table, &path, mode)? {
             diagnostics.push(d);
             return Ok(LockOutcome::Refused { diagnostics });
-        }
-        if loaded.spec.lock.wants_base_digest() {
-            if let Some(d) = attach_base_digest(&mut lock, &path, mode, &EngineDigests)? {
-                diagnostics.push(d);
-                return Ok(LockOutcome::Refused { diagnostics });
-            }
         }
     }
     let text = lock
@@ -179,17 +173,54 @@ fn target_glibc(lock: &Lock, table: &Table) -> Option<crate::core::version::Vers
         .or_else(|| v(&lock.glibc_min))
 }
 
-/// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
-/// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
-/// `Ok(Some(d))` is a refusal to report.
-pub fn attach_closure(
+/// The lock already at a lock path, read once for everything that reuses what it resolved
+/// (its closure, its base digest). Unreadable or absent is `None`: resolved afresh.
+pub struct OnDisk<'a> {
+    pub path: &'a Path,
+    pub lock: Option<Lock>,
+}
+
+impl<'a> OnDisk<'a> {
+    pub fn read(path: &'a Path) -> OnDisk<'a> {
+        let lock = crate::infra::fs::read_text(path, crate::infra::fs::Input::Lock)
+            .ok()
+            .and_then(|t| Lock::from_toml(&t).ok());
+        OnDisk { path, lock }
+    }
+}
+
+/// A full lock (`[lock] closure = true`): the closure, then the base image's digest unless the
+/// spec opts out, both reused from the lock at `path` when it still holds. `Ok(Some(d))` is a
+/// refusal to report.
+pub fn attach_full(
     lock: &mut Lock,
     spec: &crate::core::spec::Spec,
     table: &Table,
     path: &Path,
     mode: ClosureMode<'_>,
 ) -> Result<Option<Diagnostic>, Failure> {
+    let on_disk = OnDisk::read(path);
+    if let Some(d) = attach_closure(lock, spec, table, &on_disk, mode)? {
+        return Ok(Some(d));
+    }
+    if spec.lock.wants_base_digest() {
+        return attach_base_digest(lock, &on_disk, mode, &EngineDigests);
+    }
+    Ok(None)
+}
+
+/// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
+/// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
+/// `Ok(Some(d))` is a refusal to report.
+fn attach_closure(
+    lock: &mut Lock,
+    spec: &crate::core::spec::Spec,
+    table: &Table,
+    on_disk: &OnDisk<'_>,
+    mode: ClosureMode<'_>,
+) -> Result<Option<Diagnostic>, Failure> {
     use crate::core::closure::{codes::CLOSURE_NEEDS_RESOLUTION, Inputs, PYPI_SIMPLE};
+    let path = on_disk.path;
     let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
     let glibc = target_glibc(lock, table)
         .ok_or_else(|| Failure::bug("the lock's glibc is not a version".to_string()))?;
@@ -204,13 +235,11 @@ pub fn attach_closure(
     };
     let hash = inputs.hash();
     // A lock on disk that cannot be read is resolved afresh (its closure cannot be trusted).
-    let on_disk = crate::infra::fs::read_text(path, crate::infra::fs::Input::Lock)
-        .ok()
-        .and_then(|t| Lock::from_toml(&t).ok());
+    let on_disk = on_disk.lock.as_ref();
     let constraints = match mode {
         ClosureMode::Resolve {
             upgrade_packages, ..
-        } if !upgrade_packages.is_empty() => held_back(on_disk.as_ref(), upgrade_packages)?,
+        } if !upgrade_packages.is_empty() => held_back(on_disk, upgrade_packages)?,
         _ => Vec::new(),
     };
     let old = on_disk
@@ -223,7 +252,7 @@ pub fn attach_closure(
         ClosureMode::Offline { .. } => true,
     };
     let closure = match (old, mode) {
-        (Some(o), _) if reuse => o.closure,
+        (Some(o), _) if reuse => o.closure.clone(),
         (_, ClosureMode::Offline { why }) => {
             return Ok(Some(Diagnostic::error(
                 CLOSURE_NEEDS_RESOLUTION,
@@ -310,22 +339,23 @@ impl DigestSource for EngineDigests {
 /// Give `lock` its base image's digest (a full lock: `[lock] closure = true`): the lock on
 /// disk's when it was taken for the same base (no engine call), else (mode permitting) a fresh
 /// one from `source`; `--upgrade` always asks again. `Ok(Some(d))` is a refusal to report.
-pub fn attach_base_digest(
+fn attach_base_digest(
     lock: &mut Lock,
-    path: &Path,
+    on_disk: &OnDisk<'_>,
     mode: ClosureMode<'_>,
     source: &dyn DigestSource,
 ) -> Result<Option<Diagnostic>, Failure> {
+    let path = on_disk.path;
     use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
     // A base named by digest in the spec is pinned already.
     if lock.image.base.contains('@') {
         return Ok(None);
     }
-    let on_disk = crate::infra::fs::read_text(path, crate::infra::fs::Input::Lock)
-        .ok()
-        .and_then(|t| Lock::from_toml(&t).ok())
+    let on_disk = on_disk
+        .lock
+        .as_ref()
         .filter(|o| o.image.base == lock.image.base)
-        .and_then(|o| o.image.base_digest);
+        .and_then(|o| o.image.base_digest.clone());
     let upgrade = matches!(mode, ClosureMode::Resolve { upgrade: true, .. });
     let digest = match (on_disk, mode) {
         (Some(d), _) if !upgrade => d,
@@ -421,7 +451,7 @@ mod tests {
         // No lock on disk: offline refuses without asking.
         let f = fake(Ok(sha("a")));
         let mut lock = example();
-        let d = attach_base_digest(&mut lock, &path, offline, &f)
+        let d = attach_base_digest(&mut lock, &OnDisk::read(&path), offline, &f)
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -430,9 +460,11 @@ mod tests {
         );
         assert_eq!((f.asked.get(), lock.image.base_digest.clone()), (0, None));
 
-        assert!(attach_base_digest(&mut lock, &path, RESOLVE, &f)
-            .unwrap()
-            .is_none());
+        assert!(
+            attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &f)
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(
             (f.asked.get(), lock.image.base_digest.clone()),
             (1, Some(sha("a")))
@@ -443,31 +475,37 @@ mod tests {
         let f = fake(Ok(sha("b")));
         for mode in [RESOLVE, offline] {
             let mut again = example();
-            assert!(attach_base_digest(&mut again, &path, mode, &f)
-                .unwrap()
-                .is_none());
+            assert!(
+                attach_base_digest(&mut again, &OnDisk::read(&path), mode, &f)
+                    .unwrap()
+                    .is_none()
+            );
             assert_eq!(again.image.base_digest, Some(sha("a")));
         }
         assert_eq!(f.asked.get(), 0);
         let mut up = example();
-        assert!(attach_base_digest(&mut up, &path, UPGRADE, &f)
-            .unwrap()
-            .is_none());
+        assert!(
+            attach_base_digest(&mut up, &OnDisk::read(&path), UPGRADE, &f)
+                .unwrap()
+                .is_none()
+        );
         assert_eq!((f.asked.get(), up.image.base_digest), (1, Some(sha("b"))));
 
         // Another base: the old digest is not taken for it.
         let mut other = example();
         other.image.base = "registry.example/team/base:1".into();
-        let d = attach_base_digest(&mut other, &path, offline, &f)
+        let d = attach_base_digest(&mut other, &OnDisk::read(&path), offline, &f)
             .unwrap()
             .unwrap();
         assert_eq!(
             d.code,
             crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION
         );
-        assert!(attach_base_digest(&mut other, &path, RESOLVE, &f)
-            .unwrap()
-            .is_none());
+        assert!(
+            attach_base_digest(&mut other, &OnDisk::read(&path), RESOLVE, &f)
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(
             (f.asked.get(), other.image.base_digest),
             (2, Some(sha("b")))
@@ -487,16 +525,19 @@ mod tests {
             Ok(format!("md5:{}", "a".repeat(64))),
         ] {
             let mut lock = example();
-            let d = attach_base_digest(&mut lock, &path, RESOLVE, &fake(answer)).unwrap();
+            let d = attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &fake(answer))
+                .unwrap();
             assert_eq!(d.unwrap().code, BASE_DIGEST_UNAVAILABLE);
             assert_eq!(lock.image.base_digest, None);
         }
         let mut pinned = example();
         pinned.image.base = format!("python:3.12-slim@{}", sha("c"));
         let f = fake(Ok(sha("a")));
-        assert!(attach_base_digest(&mut pinned, &path, RESOLVE, &f)
-            .unwrap()
-            .is_none());
+        assert!(
+            attach_base_digest(&mut pinned, &OnDisk::read(&path), RESOLVE, &f)
+                .unwrap()
+                .is_none()
+        );
         assert_eq!((f.asked.get(), pinned.image.base_digest), (0, None));
     }
 }

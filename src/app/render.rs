@@ -50,19 +50,10 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
                 let path = super::lock_path(input, None);
                 let mode = super::lock::ClosureMode::Offline { why: "render" };
                 if let Some(d) =
-                    super::lock::attach_closure(&mut lock, &loaded.spec, table, &path, mode)?
+                    super::lock::attach_full(&mut lock, &loaded.spec, table, &path, mode)?
                 {
                     diagnostics.push(d);
                     return Ok(LockFor::Refused(diagnostics));
-                }
-                if loaded.spec.lock.wants_base_digest() {
-                    let digests = super::lock::EngineDigests;
-                    if let Some(d) =
-                        super::lock::attach_base_digest(&mut lock, &path, mode, &digests)?
-                    {
-                        diagnostics.push(d);
-                        return Ok(LockFor::Refused(diagnostics));
-                    }
                 }
             }
             LockFor::Ready {

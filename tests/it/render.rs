@@ -40,9 +40,8 @@ fn lock_of(dir: &str) -> Lock {
     if spec.lock.closure {
         let mode = envbuild::app::lock::ClosureMode::Offline { why: "the test" };
         let committed = path.with_file_name("envbuild.lock");
-        let refused =
-            envbuild::app::lock::attach_closure(&mut lock, &spec, &table, &committed, mode)
-                .unwrap_or_else(|f| panic!("{f}"));
+        let refused = envbuild::app::lock::attach_full(&mut lock, &spec, &table, &committed, mode)
+            .unwrap_or_else(|f| panic!("{f}"));
         assert!(refused.is_none(), "{dir}: {refused:?}");
     }
     lock
