@@ -227,6 +227,9 @@ pub fn from_pip_report(json: &str, inputs: &Inputs) -> Result<Vec<ClosurePkg>, S
             url,
             index,
             sha256: sha256.to_ascii_lowercase(),
+            md5: None,
+            build: None,
+            subdir: None,
         });
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));

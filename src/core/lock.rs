@@ -180,20 +180,30 @@ pub struct Lock {
     pub closure: Vec<ClosurePkg>,
 }
 
-/// One package of the closure: exactly what gets installed, and its hash.
+/// One package of the closure: exactly what gets installed, and its hash. The closure is sorted
+/// by `kind` (`conda` before `pip`), then `name`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClosurePkg {
-    /// Canonical (PEP 503) name.
+    /// pip: the canonical (PEP 503) name; conda: the package name as the channel spells it.
     pub name: String,
     pub version: String,
-    /// `pip` (conda entries come later).
+    /// `pip` or `conda`.
     pub kind: String,
-    /// The file resolved for the target.
+    /// The file resolved for the target (conda: `CHANNEL/SUBDIR/FILE`).
     pub url: String,
-    /// The index it came from.
+    /// pip: the index it came from; conda: the channel's URL.
     pub index: String,
     pub sha256: String,
+    /// conda: the package file's md5 (explicit files carry it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub md5: Option<String>,
+    /// conda: the build string (`py311h...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    /// conda: the channel subdirectory the file is in (`linux-64`, `noarch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subdir: Option<String>,
 }
 
 impl Lock {
