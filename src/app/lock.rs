@@ -59,7 +59,7 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         return Ok(LockOutcome::Refused { diagnostics });
     };
     let path = lock_path(req.spec, req.out);
-    if loaded.spec.lock.closure {
+    if loaded.spec.lock.is_full() {
         let mode = if req.locked || req.offline {
             ClosureMode::Offline {
                 why: if req.locked { "--locked" } else { "--offline" },
@@ -70,7 +70,10 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
                 upgrade_packages: req.upgrade_packages,
             }
         };
-        if let Some(d) = attach_full(&mut lock, &loaded.spec, table, &path, mode)? {
+        // `--out DIR` with no lock there yet reuses what the lock beside the spec resolved.
+        let beside = lock_path(req.spec, None);
+        let on_disk = OnDisk::read_or(&path, &beside);
+        if let Some(d) = attach_full_from(&mut lock, &loaded.spec, table, &on_disk, mode)? {
             diagnostics.push(d);
             return Ok(LockOutcome::Refused { diagnostics });
         }
@@ -187,11 +190,25 @@ impl<'a> OnDisk<'a> {
             .and_then(|t| Lock::from_toml(&t).ok());
         OnDisk { path, lock }
     }
+
+    /// The lock at `path`, else (when there is none) the one at `fallback`.
+    pub fn read_or(path: &'a Path, fallback: &'a Path) -> OnDisk<'a> {
+        let first = OnDisk::read(path);
+        if first.lock.is_some() || path == fallback {
+            return first;
+        }
+        let second = OnDisk::read(fallback);
+        if second.lock.is_some() {
+            second
+        } else {
+            first
+        }
+    }
 }
 
-/// A full lock (`[lock] closure = true`): the closure, then the base image's digest unless the
-/// spec opts out, both reused from the lock at `path` when it still holds. `Ok(Some(d))` is a
-/// refusal to report.
+/// A full lock (`LockOpts::is_full`): the closure when the spec asks for one, then the base
+/// image's digest when it wants one, both reused from the lock at `path` when it still holds.
+/// `Ok(Some(d))` is a refusal to report.
 pub fn attach_full(
     lock: &mut Lock,
     spec: &crate::core::spec::Spec,
@@ -199,12 +216,24 @@ pub fn attach_full(
     path: &Path,
     mode: ClosureMode<'_>,
 ) -> Result<Option<Diagnostic>, Failure> {
-    let on_disk = OnDisk::read(path);
-    if let Some(d) = attach_closure(lock, spec, table, &on_disk, mode)? {
-        return Ok(Some(d));
+    attach_full_from(lock, spec, table, &OnDisk::read(path), mode)
+}
+
+/// `attach_full` with the lock on disk already read.
+pub fn attach_full_from(
+    lock: &mut Lock,
+    spec: &crate::core::spec::Spec,
+    table: &Table,
+    on_disk: &OnDisk<'_>,
+    mode: ClosureMode<'_>,
+) -> Result<Option<Diagnostic>, Failure> {
+    if spec.lock.closure {
+        if let Some(d) = attach_closure(lock, spec, table, on_disk, mode)? {
+            return Ok(Some(d));
+        }
     }
     if spec.lock.wants_base_digest() {
-        return attach_base_digest(lock, &on_disk, mode, &EngineDigests);
+        return attach_base_digest(lock, on_disk, mode, &EngineDigests);
     }
     Ok(None)
 }

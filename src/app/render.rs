@@ -44,9 +44,9 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
     let mut diagnostics = res.diagnostics;
     Ok(match res.lock {
         Some(mut lock) if !diagnostics.iter().any(Diagnostic::is_error) => {
-            // A closure is never resolved while rendering: it comes from the lock beside the
-            // spec, when that was resolved from the same inputs.
-            if loaded.spec.lock.closure {
+            // A closure (or base digest) is never resolved while rendering: it comes from the
+            // lock beside the spec, when that was resolved from the same inputs.
+            if loaded.spec.lock.is_full() {
                 let path = super::lock_path(input, None);
                 let mode = super::lock::ClosureMode::Offline { why: "render" };
                 if let Some(d) =

@@ -407,3 +407,75 @@ fn a_closure_renders_hashed_requirements_that_a_label_does_not_change() {
 // ---------------------------------------------------------------------------------------------
 // With a real engine: the image's own pip agrees with the closure, the image holds exactly it,
 // and a later `pip install` is CLOSURE_DRIFT.
+
+/// `[lock] base-digest = true` without a closure is not ignored: `--offline` refuses while the
+/// lock on disk has no digest for the base, then keeps the one it has, and render builds
+/// `FROM base@digest` from it.
+#[test]
+fn base_digest_true_without_a_closure_pins_the_base() {
+    let work = tempdir();
+    let spec = format!(
+        "{}\n[lock]\nbase-digest = true\n",
+        fs::read_to_string(root().join("specs/pypi-torch214/envbuild.toml")).unwrap()
+    );
+    write(work.path(), "envbuild.toml", &spec);
+    let out = lock_in(work.path(), &["--offline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("CLOSURE_NEEDS_RESOLUTION") && err.contains("digest for the base image"),
+        "{err}"
+    );
+    assert!(!work.path().join("envbuild.lock").exists());
+
+    // A lock on disk that holds a digest for this base (as `envbuild lock` with an engine
+    // writes it): reused offline, with no closure.
+    let mut lock = envbuild::core::lock::Lock::from_toml(
+        &fs::read_to_string(root().join("specs/pypi-torch214/envbuild.lock")).unwrap(),
+    )
+    .unwrap();
+    let digest = format!("sha256:{}", "5e".repeat(32));
+    lock.image.base_digest = Some(digest.clone());
+    write(work.path(), "envbuild.lock", &lock.to_toml().unwrap());
+    let out = lock_in(work.path(), &["--offline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let locked = envbuild::core::lock::Lock::from_toml(
+        &fs::read_to_string(work.path().join("envbuild.lock")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(locked.image.base_digest.as_deref(), Some(digest.as_str()));
+    assert!(locked.closure.is_empty());
+    let out = envbuild()
+        .current_dir(work.path())
+        .args(["render", "envbuild.toml", "--out", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let dockerfile = fs::read_to_string(work.path().join("r/Dockerfile")).unwrap();
+    assert!(
+        dockerfile.contains(&format!("{}@{digest} AS install", locked.image.base)),
+        "{dockerfile}"
+    );
+}
+
+/// `lock --offline --out DIR` with no lock in DIR reuses the closure of the lock beside the spec
+/// (a committed lock), instead of asking for a resolution.
+#[test]
+fn offline_out_dir_reuses_the_closure_beside_the_spec() {
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &closure_spec("c-out", "3.13", "2.28", idx.path(), ""),
+    );
+    let out = lock_in(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let out = lock_in(work.path(), &["--offline", "--out", "elsewhere"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        fs::read_to_string(work.path().join("elsewhere/envbuild.lock")).unwrap(),
+        fs::read_to_string(work.path().join("envbuild.lock")).unwrap()
+    );
+}

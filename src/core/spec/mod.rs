@@ -334,17 +334,23 @@ pub struct LockOpts {
     /// The index the closure is resolved from (default PyPI's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_url: Option<String>,
-    /// With `closure`: record the base image's digest and build `FROM name@digest` (default
-    /// on; `base-digest = false` leaves the tag floating).
+    /// Record the base image's digest and build `FROM name@digest`: default on with `closure`,
+    /// off without; `base-digest = true` asks for it without a closure too.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_digest: Option<bool>,
 }
 
 impl LockOpts {
-    /// Whether the lock records the base image's digest: only a closure lock does, unless the
-    /// spec says `base-digest = false`.
+    /// Whether the lock records the base image's digest: as the spec says, else only a closure
+    /// lock does.
     pub fn wants_base_digest(&self) -> bool {
-        self.closure && self.base_digest != Some(false)
+        self.base_digest.unwrap_or(self.closure)
+    }
+
+    /// Whether the lock holds anything beyond the table's resolution (a closure, a base digest):
+    /// parts that need the network once and are reused from the lock on disk after that.
+    pub fn is_full(&self) -> bool {
+        self.closure || self.wants_base_digest()
     }
 
     pub fn is_default(&self) -> bool {
