@@ -5,7 +5,7 @@
 //! performs no I/O.
 
 use crate::core::lock::Lock;
-use crate::core::smoke::Expectations;
+use crate::core::smoke::{CondaRecord, Expectations};
 
 /// Packages beside torch whose installed version the smoke test compares, when the lock has them.
 const COMPANIONS: &[&str] = &["torchvision", "torchaudio", "numpy"];
@@ -41,10 +41,25 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
         arch_list,
         python: lock.packages.get("python").cloned(),
         packages,
+        // pip entries are Python distributions (importlib.metadata); conda entries are
+        // `conda-meta` records, compared with their build too.
         closure: lock
             .closure
             .iter()
+            .filter(|p| p.kind != "conda")
             .map(|p| (p.name.clone(), p.version.clone()))
+            .collect(),
+        conda_closure: lock
+            .closure
+            .iter()
+            .filter(|p| p.kind == "conda")
+            .map(|p| {
+                let record = CondaRecord {
+                    version: p.version.clone(),
+                    build: p.build.clone().unwrap_or_default(),
+                };
+                (p.name.clone(), record)
+            })
             .collect(),
         closure_ignore: if lock.closure.is_empty() {
             Vec::new()
