@@ -76,14 +76,13 @@ pub fn exact_spec(p: &ClosurePkg) -> String {
 pub fn pip_constraint(p: &ClosurePkg) -> Option<String> {
     let name_ok = p.name.starts_with(|c: char| c.is_ascii_alphanumeric())
         && p.name.ends_with(|c: char| c.is_ascii_alphanumeric())
-        && p
-            .name
+        && p.name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
     let version_ok = !p.version.is_empty()
-        && p.version.split('.').all(|part| {
-            !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit())
-        });
+        && p.version
+            .split('.')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
     (name_ok && version_ok && p.name != "python").then(|| format!("{}=={}", p.name, p.version))
 }
 
@@ -125,7 +124,11 @@ mod tests {
         assert!(explicit_line(&no_md5).ends_with(&format!("#{}", "a".repeat(64))));
         assert_eq!(exact_spec(&no_md5), "conda-forge::numpy==1.2.3");
         assert_eq!(pip_constraint(&p).as_deref(), Some("numpy==1.2.3"));
-        for (name, version) in [("_openmp_mutex", "4.5"), ("openssl", "1.1.1w"), ("python", "3.12.7")] {
+        for (name, version) in [
+            ("_openmp_mutex", "4.5"),
+            ("openssl", "1.1.1w"),
+            ("python", "3.12.7"),
+        ] {
             let mut q = p.clone();
             q.name = name.into();
             q.version = version.into();

@@ -138,8 +138,11 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     check_lock_values(lock)?;
     let ctx = Ctx::from_lock(lock)?;
     let (is_conda, has_dev, ssh, has_closure) = (ctx.is_conda, ctx.has_dev, ctx.ssh, ctx.closure);
-    let (conda_closure, has_pip, explicit_file) =
-        (ctx.conda_closure, !ctx.pip.is_empty(), ctx.explicit_file.clone());
+    let (conda_closure, has_pip, explicit_file) = (
+        ctx.conda_closure,
+        !ctx.pip.is_empty(),
+        ctx.explicit_file.clone(),
+    );
     let install_jupyter = has_dev && !ctx.jupyter_in_env;
     let env = templates::environment(opts.overrides.as_ref().map(|o| o.files.clone()))
         .map_err(|e| Failure::bug(format!("cannot set up the template engine: {e:#}")))?;
