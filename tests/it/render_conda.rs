@@ -46,6 +46,7 @@ fn snapshots_of_a_conda_closure() {
         "pylock.toml",
         "envbuild/conda-env.sh",
         "envbuild/expect.json",
+        ".dockerignore",
     ] {
         let text = r
             .text(path)
@@ -230,6 +231,22 @@ fn the_dockerfile_installs_the_explicit_file_in_a_throwaway_stage() {
             ["--from=install /opt/conda/envs/envbuild /opt/conda/envs/envbuild"],
             "{name}"
         );
+    }
+    // .dockerignore lets every file the Dockerfile copies from the context in.
+    let ignore = r.text(".dockerignore").unwrap();
+    for (instr, args) in parse_dockerfile(r.text("Dockerfile").unwrap()) {
+        if instr != "COPY" || args.starts_with("--from=") {
+            continue;
+        }
+        let words: Vec<&str> = args.split_whitespace().collect();
+        for src in &words[..words.len() - 1] {
+            let allowed = ignore.lines().any(|l| {
+                l.strip_prefix('!').is_some_and(|keep| {
+                    *src == keep || (keep.ends_with('/') && src.starts_with(keep))
+                })
+            });
+            assert!(allowed, "`{src}` is copied but .dockerignore leaves it out");
+        }
     }
     let bk = r.text("Dockerfile.buildkit").unwrap();
     assert!(bk.contains("--mount=type=cache,target=/root/.cache/conda-pkgs"));
