@@ -335,22 +335,7 @@ impl Ctx {
         let python = lock.packages.get("python").cloned().unwrap_or_default();
 
         let conda_closure = conda::conda_pkgs(lock).next().is_some();
-        // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
-        // `conda env create` on a laptop builds the same environment as the image. A conda
-        // closure lists every package at its exact build instead (python and pip among them).
-        let mut conda_deps = lock.install.conda.clone();
-        let has = |deps: &[String], name: &str| deps.iter().any(|d| conda_name(d) == name);
-        if conda_closure {
-            conda_deps = conda::conda_pkgs(lock).map(conda::exact_spec).collect();
-        } else {
-            if !has(&conda_deps, "python") && !python.is_empty() {
-                conda_deps.insert(0, format!("python={python}"));
-            }
-            if !lock.install.pip.is_empty() && !has(&conda_deps, "pip") {
-                conda_deps.push("pip".to_string());
-            }
-        }
-
+        let conda_deps = environment_conda_deps(lock, &python);
         let cuda_major_minor = {
             let mut it = lock.cuda.split('.');
             match (it.next(), it.next()) {
@@ -391,29 +376,7 @@ impl Ctx {
             .variants
             .contains(&crate::core::spec::Variant::Dev);
         let closure = !lock.closure.is_empty();
-        let (pip, constraints) = if closure {
-            // The pip part only (beside a conda closure, what conda does not provide); conda
-            // entries that pip can read pin the dev image's JupyterLab install too.
-            let mut constraints: Vec<String> = conda::pip_pkgs(lock)
-                .map(|p| format!("{}=={}", p.name, p.version))
-                .collect();
-            constraints.extend(conda::conda_pkgs(lock).filter_map(conda::pip_constraint));
-            (
-                conda::pip_pkgs(lock)
-                    .map(|p| format!("{}=={} --hash=sha256:{}", p.name, p.version, p.sha256))
-                    .collect(),
-                constraints,
-            )
-        } else {
-            (
-                lock.install.pip.clone(),
-                lock.packages
-                    .iter()
-                    .filter(|(name, version)| *name != "python" && pep440_like(version))
-                    .map(|(name, version)| format!("{name}=={version}"))
-                    .collect(),
-            )
-        };
+        let (pip, constraints) = pip_and_constraints(lock);
         // The closure's main index (the one its non-extra packages came from).
         let closure_index_url = conda::pip_pkgs(lock)
             .map(|p| &p.index)
@@ -487,6 +450,48 @@ impl Ctx {
             label_variant: LABEL_VARIANT,
         })
     }
+}
+
+/// environment.yml's conda dependencies: the lock's conda specs; wheel sources get python (and
+/// pip) so that `conda env create` on a laptop builds the same environment as the image. A conda
+/// closure lists every package at its exact build instead (python and pip among them).
+fn environment_conda_deps(lock: &Lock, python: &str) -> Vec<String> {
+    if conda::conda_pkgs(lock).next().is_some() {
+        return conda::conda_pkgs(lock).map(conda::exact_spec).collect();
+    }
+    let mut deps = lock.install.conda.clone();
+    let has = |deps: &[String], name: &str| deps.iter().any(|d| conda_name(d) == name);
+    if !has(&deps, "python") && !python.is_empty() {
+        deps.insert(0, format!("python={python}"));
+    }
+    if !lock.install.pip.is_empty() && !has(&deps, "pip") {
+        deps.push("pip".to_string());
+    }
+    deps
+}
+
+/// The pip requirements (requirements.txt, environment.yml's `pip:`) and the dev image's pip
+/// constraints. With a closure: its pip part, hashed (beside a conda closure, what conda does
+/// not provide), and conda entries that pip can read pin JupyterLab's install too.
+fn pip_and_constraints(lock: &Lock) -> (Vec<String>, Vec<String>) {
+    if lock.closure.is_empty() {
+        return (
+            lock.install.pip.clone(),
+            lock.packages
+                .iter()
+                .filter(|(name, version)| *name != "python" && pep440_like(version))
+                .map(|(name, version)| format!("{name}=={version}"))
+                .collect(),
+        );
+    }
+    let mut constraints: Vec<String> = conda::pip_pkgs(lock)
+        .map(|p| format!("{}=={}", p.name, p.version))
+        .collect();
+    constraints.extend(conda::conda_pkgs(lock).filter_map(conda::pip_constraint));
+    let pip = conda::pip_pkgs(lock)
+        .map(|p| format!("{}=={} --hash=sha256:{}", p.name, p.version, p.sha256))
+        .collect();
+    (pip, constraints)
 }
 
 /// Versions pip can read as `==` pins (conda build-style strings such as `1.0_1` are left out).
