@@ -163,10 +163,21 @@ pub struct CondaPkg {
 }
 
 impl CondaPkg {
+    /// A version range (`>=2,<3`), allowed with `[lock] closure = true`: the closure pins it.
+    pub fn is_range(&self) -> bool {
+        self.version.starts_with(['<', '>', '=', '!'])
+    }
+
     /// The match spec conda understands: `conda-forge::pandas==2.1.1`, or conda's own
-    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin.
+    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin, or a range as written (`pandas>=2,<3`).
     pub fn match_spec(&self) -> String {
-        let op = if self.fuzzy { "=" } else { "==" };
+        let op = if self.is_range() {
+            ""
+        } else if self.fuzzy {
+            "="
+        } else {
+            "=="
+        };
         match &self.channel {
             Some(c) => format!("{c}::{}{op}{}", self.name, self.version),
             None => format!("{}{op}{}", self.name, self.version),
