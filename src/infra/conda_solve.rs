@@ -253,7 +253,8 @@ pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec
     let result = rattler_solve::resolvo::Solver.solve(task).map_err(|e| match e {
         SolveError::Unsolvable(why) => failed(
             format!(
-                "the conda solve for the target has no solution:\n    {}",
+                "the conda solve for the target ({}) has no solution:\n    {}",
+                target(inputs),
                 why.join("\n").trim_end().replace('\n', "\n    ")
             ),
             "the target's virtual packages (`__cuda` from its driver, `__glibc`) and the channels' strict priority are part of the solve: relax a pin, or check the target",
@@ -261,6 +262,17 @@ pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec
         other => failed(format!("the conda solve failed: {other}"), REACH_HINT),
     })?;
     Ok(result.records.into_iter().map(solved).collect())
+}
+
+/// `linux-64; __cuda 12.4, __glibc 2.28, ...`: what the solve ran for, since resolvo's own
+/// explanation only says that no candidate provides a virtual package.
+fn target(inputs: &CondaInputs) -> String {
+    let virtuals: Vec<String> = inputs
+        .virtual_packages
+        .iter()
+        .map(|v| format!("{} {}", v.name, v.version))
+        .collect();
+    format!("{}; {}", inputs.subdirs.join(" + "), virtuals.join(", "))
 }
 
 fn solved(r: RepoDataRecord) -> Solved {

@@ -303,6 +303,16 @@ impl Ctx {
             .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
         let is_conda = lock.image.base_kind == BaseKind::Conda;
         let python = lock.packages.get("python").cloned().unwrap_or_default();
+        // A conda closure's own entries never go to pip (the conda explicit file installs them).
+        let lock = &Lock {
+            closure: lock
+                .closure
+                .iter()
+                .filter(|p| p.kind == "pip")
+                .cloned()
+                .collect(),
+            ..lock.clone()
+        };
 
         // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
         // `conda env create` on a laptop builds the same environment as the image.
