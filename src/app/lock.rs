@@ -631,6 +631,40 @@ mod tests {
         );
     }
 
+    /// `--upgrade-package`: conda entries are held by version and build in their channel, pip
+    /// entries by version; names match whatever their spelling (`Typing_Extensions`).
+    #[test]
+    fn upgrade_package_holds_conda_by_build_and_pip_by_version() {
+        use crate::core::lock::ClosurePkg;
+        let pkg = |kind: &str, name: &str, version: &str, build: Option<&str>| ClosurePkg {
+            name: name.into(),
+            version: version.into(),
+            kind: kind.into(),
+            url: String::new(),
+            index: "https://c.example/conda-forge".into(),
+            sha256: "a".repeat(64),
+            md5: None,
+            build: build.map(str::to_string),
+            subdir: None,
+        };
+        let mut lock = example();
+        lock.closure = vec![
+            pkg("conda", "python", "3.11.9", Some("h0_0_cpython")),
+            pkg("conda", "typing_extensions", "4.12.2", Some("pyha770c72_0")),
+            pkg("pip", "einops", "0.8.1", None),
+        ];
+        let held = held_back(Some(&lock), &["Typing_Extensions".into()]).unwrap();
+        assert_eq!(
+            held.conda,
+            ["https://c.example/conda-forge::python==3.11.9=h0_0_cpython"]
+        );
+        assert_eq!(held.pip, ["einops==0.8.1"]);
+        let held = held_back(Some(&lock), &["einops".into()]).unwrap();
+        assert_eq!(held.conda.len(), 2);
+        assert!(held.pip.is_empty());
+        assert!(held_back(Some(&lock), &["numpy".into()]).is_err());
+    }
+
     /// No digest, or one that is not a sha256, is BASE_DIGEST_UNAVAILABLE and sets nothing; a
     /// base already named by digest is left alone.
     #[test]

@@ -352,6 +352,60 @@ mod tests {
         assert_eq!(cpu[0].build, "aarch64");
     }
 
+    fn example(name: &str) -> Lock {
+        let text = match name {
+            "cf" => include_str!("../../../specs/conda-forge-torch210/envbuild.lock"),
+            _ => include_str!("../../../specs/py311-torch21-cu118/envbuild.lock"),
+        };
+        Lock::from_toml(text).unwrap()
+    }
+
+    /// `__cuda`: conda-forge's CONDA_OVERRIDE_CUDA, else what the target driver supports (470
+    /// reports 11.4), else the build's CUDA; a CPU lock has none.
+    #[test]
+    fn cuda_is_what_the_target_offers() {
+        let t = Table::embedded().unwrap();
+        assert_eq!(target_cuda(&example("cf"), &t).as_deref(), Some("12.9"));
+        let mut l = example("pt");
+        assert_eq!(l.driver_target.as_deref(), Some("470.82.01"));
+        assert_eq!(target_cuda(&l, &t).as_deref(), Some("11.4"));
+        l.driver_target = None;
+        assert_eq!(target_cuda(&l, &t).as_deref(), Some("11.8"));
+        l.cuda_variant = Some("cpu".into());
+        assert_eq!(target_cuda(&l, &t), None);
+    }
+
+    /// Channels in the lock's order under the alias, then one only a spec names; the subdirs.
+    #[test]
+    fn inputs_follow_the_lock() {
+        let mut l = example("pt");
+        l.install.conda.push("bioconda::samtools==1.21".into());
+        let g = Version::parse("2.17").unwrap();
+        let i = CondaInputs::of(&l, &g, Some("11.4"), "http://127.0.0.1:1").unwrap();
+        assert_eq!(
+            i.channels,
+            [
+                "http://127.0.0.1:1/pytorch",
+                "http://127.0.0.1:1/nvidia",
+                "http://127.0.0.1:1/conda-forge",
+                "http://127.0.0.1:1/bioconda"
+            ]
+        );
+        assert_eq!(i.subdirs, ["linux-64", "noarch"]);
+        assert_eq!(i.specs, l.install.conda);
+        let other = CondaInputs::of(&l, &g, Some("11.4"), DEFAULT_CHANNEL_ALIAS).unwrap();
+        let hash = |c: CondaInputs| {
+            EnvInputs {
+                conda: c,
+                pip: None,
+            }
+            .hash()
+        };
+        assert_ne!(hash(i.clone()), hash(other), "the alias changes the URLs");
+        l.platform = Platform::Win64;
+        assert!(CondaInputs::of(&l, &g, None, DEFAULT_CHANNEL_ALIAS).is_err());
+    }
+
     #[test]
     fn records_need_both_hashes_and_sort_by_name() {
         let c = to_closure(&[solved("zlib", "1.3", &[]), solved("python", "3.11.9", &[])]).unwrap();

@@ -479,6 +479,27 @@ mod tests {
         ));
     }
 
+    /// A conda range (closure locks only) keeps its clauses and channel; a pin or a hostile
+    /// string is not one.
+    #[test]
+    fn conda_ranges_parse_for_a_closure() {
+        let r = conda_range("conda-forge::pandas >= 2, <3").unwrap();
+        assert_eq!(r.channel.as_deref(), Some("conda-forge"));
+        assert_eq!((r.name.as_str(), r.version.as_str()), ("pandas", ">=2,<3"));
+        assert!(r.is_range());
+        assert_eq!(r.match_spec(), "conda-forge::pandas>=2,<3");
+        assert_eq!(conda_range("tqdm>=4").unwrap().match_spec(), "tqdm>=4");
+        for not in [
+            "pandas=2.1",
+            "pandas==2.1.1",
+            "pandas>=2;rm -rf /",
+            "pandas>=",
+            ">=2",
+        ] {
+            assert!(conda_range(not).is_none(), "{not}");
+        }
+    }
+
     #[test]
     fn conda_equals_keeps_conda_meaning() {
         let fuzzy = |s| matches!(parse_conda_pkg(s), PkgParse::Ok(p) if p.fuzzy);
