@@ -296,6 +296,21 @@ struct Ctx {
     label_variant: &'static str,
 }
 
+/// The lock with only the pip entries of its closure: a conda closure's own entries never go
+/// to pip's lists (the conda explicit file installs them).
+fn pip_closure_only(lock: &Lock) -> Lock {
+    let closure = lock
+        .closure
+        .iter()
+        .filter(|p| p.kind == "pip")
+        .cloned()
+        .collect();
+    Lock {
+        closure,
+        ..lock.clone()
+    }
+}
+
 impl Ctx {
     fn from_lock(lock: &Lock) -> Result<Ctx, Failure> {
         let lock_hash = lock
@@ -303,16 +318,7 @@ impl Ctx {
             .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
         let is_conda = lock.image.base_kind == BaseKind::Conda;
         let python = lock.packages.get("python").cloned().unwrap_or_default();
-        // A conda closure's own entries never go to pip (the conda explicit file installs them).
-        let lock = &Lock {
-            closure: lock
-                .closure
-                .iter()
-                .filter(|p| p.kind == "pip")
-                .cloned()
-                .collect(),
-            ..lock.clone()
-        };
+        let lock = &pip_closure_only(lock);
 
         // environment.yml: the lock's conda specs; wheel sources get python (and pip) so that
         // `conda env create` on a laptop builds the same environment as the image.

@@ -40,7 +40,8 @@ pub mod codes {
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
     /// A pip line that installs from a URL without naming the package (`git+https://...`).
     pub const UNNAMED_REFERENCE: Code = "UNNAMED_REFERENCE";
-    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (conda).
+    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (packages
+    /// installed beside the closure, a Windows target).
     pub const CLOSURE_UNSUPPORTED: Code = "CLOSURE_UNSUPPORTED";
     /// Every code above.
     pub const ALL: &[Code] = &[
