@@ -213,12 +213,19 @@ pub fn attach_full(
 /// environment's solve (with its pip extras).
 enum Plan {
     Pip(crate::core::closure::Inputs),
-    Conda(crate::core::closure::conda::EnvInputs),
+    /// The inputs and the channel alias their URLs were made under.
+    Conda(crate::core::closure::conda::EnvInputs, String),
 }
 
 impl Plan {
-    /// The plan for `lock`; `Err` (the reason) when envbuild cannot lock its closure.
-    fn of(lock: &Lock, spec: &crate::core::spec::Spec, table: &Table) -> Result<Plan, String> {
+    /// The plan for `lock`; `Err` (the reason) when envbuild cannot lock its closure. `alias`
+    /// is where conda channel names point.
+    fn of(
+        lock: &Lock,
+        spec: &crate::core::spec::Spec,
+        table: &Table,
+        alias: &str,
+    ) -> Result<Plan, String> {
         use crate::core::closure::{conda, Inputs, PYPI_SIMPLE};
         let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
         let glibc = target_glibc(lock, table).ok_or("the lock's glibc is not a version")?;
@@ -226,22 +233,24 @@ impl Plan {
             return Inputs::of(lock, index, &glibc).map(Plan::Pip);
         }
         let cuda = conda::target_cuda(lock, table);
-        let alias = crate::infra::conda_solve::channel_alias();
         let pip = if lock.install.pip.is_empty() {
             None
         } else {
             Some(Inputs::of(lock, index, &glibc)?)
         };
-        Ok(Plan::Conda(conda::EnvInputs {
-            conda: conda::CondaInputs::of(lock, &glibc, cuda.as_deref(), &alias)?,
-            pip,
-        }))
+        Ok(Plan::Conda(
+            conda::EnvInputs {
+                conda: conda::CondaInputs::of(lock, &glibc, cuda.as_deref(), alias)?,
+                pip,
+            },
+            alias.to_string(),
+        ))
     }
 
     fn hash(&self) -> String {
         match self {
             Plan::Pip(i) => i.hash(),
-            Plan::Conda(e) => e.hash(),
+            Plan::Conda(e, _) => e.hash(),
         }
     }
 
@@ -251,7 +260,7 @@ impl Plan {
         use crate::infra::pip_resolve;
         match self {
             Plan::Pip(i) => pip_resolve::resolve(&pip_resolve::interpreter(), i, &held.pip),
-            Plan::Conda(e) => resolve_conda(e, held),
+            Plan::Conda(e, alias) => resolve_conda(e, alias, held),
         }
     }
 }
@@ -261,12 +270,12 @@ impl Plan {
 /// left out of the pip part (the pip install never replaces a conda package).
 fn resolve_conda(
     env: &crate::core::closure::conda::EnvInputs,
+    alias: &str,
     held: &Held,
 ) -> Result<Vec<crate::core::lock::ClosurePkg>, Failure> {
     use crate::core::closure::{codes::CLOSURE_RESOLVE_FAILED, conda, markers};
     use crate::infra::{conda_solve, pip_resolve};
-    let alias = conda_solve::channel_alias();
-    let solved = conda_solve::resolve(&env.conda, &alias, &held.conda)?;
+    let solved = conda_solve::resolve(&env.conda, alias, &held.conda)?;
     let entries = conda::to_closure(&solved).map_err(|m| {
         Failure::one(Diagnostic::error(CLOSURE_RESOLVE_FAILED, m).with_hint(
             "a closure lock records each package's sha256 and md5: use a channel whose repodata.json carries both",
@@ -307,7 +316,13 @@ fn attach_closure(
 ) -> Result<Option<Diagnostic>, Failure> {
     use crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION;
     let path = on_disk.path;
-    let plan = match Plan::of(lock, spec, table) {
+    // The alias is read only for a conda environment (a wheel lock never depends on it).
+    let alias = if lock.install.conda.is_empty() {
+        String::new()
+    } else {
+        crate::infra::conda_solve::channel_alias()?
+    };
+    let plan = match Plan::of(lock, spec, table, &alias) {
         Ok(p) => p,
         Err(m) => {
             return Ok(Some(

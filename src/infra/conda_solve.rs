@@ -29,13 +29,37 @@ pub const SOLVE_TIMEOUT: Duration = Duration::from_secs(300);
 /// The largest repodata.json read (conda-forge's linux-64 is a few hundred MB uncompressed).
 const MAX_REPODATA: usize = 2 << 30;
 
-/// The channel alias: `ENVBUILD_CONDA_CHANNEL_ALIAS`, else conda's default.
-pub fn channel_alias() -> String {
-    std::env::var(ALIAS_ENV)
+/// The channel alias: `ENVBUILD_CONDA_CHANNEL_ALIAS`, else conda's default. It ends up in
+/// the lock's URLs (and from there in rendered files), so only a plain URL without credentials
+/// is taken; anything else is a usage error.
+pub fn channel_alias() -> Result<String, Failure> {
+    let Some(v) = std::env::var(ALIAS_ENV)
         .ok()
         .map(|s| s.trim().trim_end_matches('/').to_string())
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| DEFAULT_CHANNEL_ALIAS.to_string())
+    else {
+        return Ok(DEFAULT_CHANNEL_ALIAS.to_string());
+    };
+    let rest = ["https://", "http://", "file:///"]
+        .iter()
+        .find_map(|p| v.strip_prefix(p));
+    let plain = v
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"._-/:~%".contains(&b));
+    match rest {
+        Some(r) if plain && !r.is_empty() => Ok(v),
+        _ => Err(Failure::usage(
+            format!(
+                "{ALIAS_ENV} is not a channel alias envbuild takes{}",
+                if v.contains('@') {
+                    " (it carries credentials, which would be written into the lock)".to_string()
+                } else {
+                    format!(": `{v}`")
+                }
+            ),
+            Some("set it to an https:// URL (http:// or file:/// for a local mirror) without credentials, e.g. https://mirror.example/conda".into()),
+        )),
+    }
 }
 
 fn failed(message: String, hint: &str) -> Failure {

@@ -240,26 +240,46 @@ fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve(
 }
 
 #[test]
-fn the_channel_alias_is_an_input_of_the_closure() {
+fn the_channel_alias_is_an_input_of_the_closure_and_gzip_answers_are_read() {
     let ch = tempdir();
     add_packages(ch.path(), CHANNELS);
     let a = Server::start(ch.path());
-    let b = Server::start(ch.path());
+    let b = Server::start_gzip(ch.path());
     let work = tempdir();
     write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
     let out = lock_with(work.path(), &a.url, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let via_a = read_lock(work.path());
     // Another mirror: the closure's URLs would change, so it is not reused offline...
     let out = lock_with(work.path(), &b.url, &["--offline"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     // ...and a fresh solve records the new URLs.
     let out = lock_with(work.path(), &b.url, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(read_lock(work.path())
-        .closure
-        .iter()
-        .all(|p| p.url.starts_with(&b.url)));
-    assert!(b.requests() > 0);
+    let via_b = read_lock(work.path());
+    assert!(via_b.closure.iter().all(|p| p.url.starts_with(&b.url)));
+    // b's answers were gzip-encoded: the same packages, hashes and builds.
+    assert_eq!(b.gzipped(), 6);
+    let key = |l: &Lock| -> Vec<(String, String, Option<String>)> {
+        l.closure
+            .iter()
+            .map(|p| (p.name.clone(), p.sha256.clone(), p.build.clone()))
+            .collect()
+    };
+    assert_eq!(key(&via_b), key(&via_a));
+
+    // An alias with credentials (they would be written into the lock) or of another scheme is
+    // a usage error, and the credentials are not echoed.
+    for bad in [
+        "https://me:s3cret@mirror.example/conda",
+        "ftp://mirror.example/conda",
+    ] {
+        let out = lock_with(work.path(), bad, &["--upgrade"]);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("ENVBUILD_CONDA_CHANNEL_ALIAS"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
 }
 
 #[test]
