@@ -323,3 +323,39 @@ fn solved(r: RepoDataRecord) -> Solved {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::lock::Lock;
+
+    /// Every match spec the committed conda locks carry parses for the solver (`python=3.12`,
+    /// `pytorch::pytorch-cuda=12.4`, conda-forge's `pytorch==2.10.0=cuda*`), and a channel
+    /// prefix becomes the channel URL the records carry.
+    #[test]
+    fn the_specs_envbuild_writes_parse_for_the_solver() {
+        let locks = [
+            include_str!("../../specs/conda-forge-torch210/envbuild.lock"),
+            include_str!("../../specs/py311-torch21-cu118/envbuild.lock"),
+            include_str!("../../specs/torch-gpu-env/envbuild.lock"),
+            include_str!("../../specs/torch26-cu118-py39/envbuild.lock"),
+        ];
+        let mut seen = 0;
+        for text in locks {
+            let lock = Lock::from_toml(text).unwrap();
+            for s in &lock.install.conda {
+                let m = match_spec(s, "http://127.0.0.1:9").unwrap_or_else(|_| panic!("{s}"));
+                seen += 1;
+                if let (Some(c), _) = split_channel(s) {
+                    let ch = m.channel.as_ref().unwrap();
+                    assert_eq!(ch.canonical_name(), format!("http://127.0.0.1:9/{c}/"));
+                }
+            }
+        }
+        assert!(seen > 20, "{seen}");
+        let cf = match_spec("conda-forge::pytorch==2.10.0=cuda*", DEFAULT_CHANNEL_ALIAS).unwrap();
+        assert!(cf.build.is_some());
+        assert!(match_spec("python>=3.11,<", DEFAULT_CHANNEL_ALIAS).is_err());
+        assert!(match_spec("*", DEFAULT_CHANNEL_ALIAS).is_err());
+    }
+}
