@@ -195,7 +195,7 @@ pub fn to_closure(solved: &[Solved]) -> Result<Vec<ClosurePkg>, String> {
         let (Some(sha256), Some(md5)) = (hex(s.sha256.as_deref(), 64), hex(s.md5.as_deref(), 32))
         else {
             return Err(format!(
-                "`{}` {} ({}) has no sha256 and md5 in its channel's repodata.json: it cannot be locked by hash",
+                "`{}` {} ({}) lacks a sha256 or an md5 in its channel's repodata.json: it cannot be locked by hash",
                 s.name, s.version, s.url
             ));
         };
