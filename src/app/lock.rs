@@ -259,15 +259,16 @@ impl Plan {
     fn resolve(&self, held: &Held) -> Result<Vec<crate::core::lock::ClosurePkg>, Failure> {
         use crate::infra::pip_resolve;
         match self {
-            Plan::Pip(i) => pip_resolve::resolve(&pip_resolve::interpreter(), i, &held.pip),
+            Plan::Pip(i) => pip_resolve::resolve(&pip_resolve::interpreter(), i, &held.pip, &[]),
             Plan::Conda(e, alias) => resolve_conda(e, alias, held),
         }
     }
 }
 
 /// A conda environment's closure: the conda solve, then its pip extras resolved for the
-/// environment's Python with every Python package conda installs held at conda's version, and
-/// left out of the pip part (the pip install never replaces a conda package).
+/// environment's Python with every Python package conda installs taken as installed (held at
+/// conda's version, its dependencies conda's business), and left out of the pip part (the pip
+/// install never replaces a conda package).
 fn resolve_conda(
     env: &crate::core::closure::conda::EnvInputs,
     alias: &str,
@@ -296,9 +297,8 @@ fn resolve_conda(
                 inputs.markers = markers(&py.version, &machine);
                 inputs.python = py.version.clone();
             }
-            let mut constraints = conda::pip_constraints(&provided);
-            constraints.extend(held.pip.iter().cloned());
-            pip_resolve::resolve(&pip_resolve::interpreter(), &inputs, &constraints)?
+            let installed = conda::pip_installed(&provided);
+            pip_resolve::resolve(&pip_resolve::interpreter(), &inputs, &held.pip, &installed)?
         }
     };
     Ok(conda::merge(entries, pip, &provided))

@@ -342,15 +342,16 @@ fn a_conda_package_without_an_md5_is_refused_by_name() {
 }
 
 /// conda-forge's own channel with `faiss-like` in a CUDA build (needs `__cuda`) and a CPU
-/// build, and `numpy-like` (a Python package pip's torch also needs); the PyPI side is
-/// the made-up wheel index of the pip closure tests.
+/// build, and `numpy-like` 1.0.5 (a Python package pip's torch also needs, in a release the
+/// index does not have); the PyPI side is the made-up wheel index of the pip closure tests, plus
+/// PyPI's own `faiss-like`, whose metadata needs a wheel conda's build does not.
 const FORGE_EXTRAS: &str = r#"[
 {"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cuda_h0_0","build_number":1,"depends":["__cuda >=12","python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.13.1","build":"h0_0_cp313","depends":["__glibc >=2.17"]},
 {"channel":"conda-forge","subdir":"linux-aarch64","name":"python","version":"3.13.1","build":"h0_0_cp313","depends":["__glibc >=2.17"]},
-{"channel":"conda-forge","subdir":"noarch","name":"numpy-like","version":"1.0","build":"pyh0_0","noarch":"python","depends":["python"]},
+{"channel":"conda-forge","subdir":"noarch","name":"numpy-like","version":"1.0.5","build":"pyh0_0","noarch":"python","depends":["python"]},
 {"channel":"conda-forge","subdir":"noarch","name":"pip","version":"24.2","build":"pyh0_0","noarch":"python","depends":["python >=3.8"]}
 ]"#;
 
@@ -359,7 +360,8 @@ fn pip_in_conda_spec(index: &Path, platform: &str, target: &str) -> String {
     format!(
         "name = \"pc\"\npython = \"3.13\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
          torchaudio = false\nchannels = [\"conda-forge\"]\n\
-         conda = [\"faiss-like>=1\", \"numpy-like>=1\"]\npip = [\"einops-like>=0.8\"]\n\n\
+         conda = [\"faiss-like>=1\", \"numpy-like>=1\"]\n\
+         pip = [\"einops-like>=0.8\", \"uses-faiss==1.0\"]\n\n\
          [target]\nplatform = \"{platform}\"\n{target}\nglibc = \"2.28\"\n\n\
          [lock]\nclosure = true\nindex-url = \"file://{}/simple\"\nbase-digest = false\n",
         index.display()
@@ -367,12 +369,18 @@ fn pip_in_conda_spec(index: &Path, platform: &str, target: &str) -> String {
 }
 
 #[test]
-fn pip_extras_in_a_conda_env_are_held_at_condas_versions() {
+fn pip_extras_in_a_conda_env_take_condas_packages_as_installed() {
     let ch = tempdir();
     add_packages(ch.path(), FORGE_EXTRAS);
     let server = Server::start(ch.path());
     let idx = tempdir();
     add_wheels(idx.path(), WHEELS);
+    add_wheels(
+        idx.path(),
+        r#"[{"name": "faiss-like", "version": "1.9.0", "requires": ["libfaiss-wheel"]},
+            {"name": "libfaiss-wheel", "version": "1.0"},
+            {"name": "uses-faiss", "version": "1.0", "requires": ["faiss-like>=1.9"]}]"#,
+    );
     let work = tempdir();
     write(
         work.path(),
@@ -391,8 +399,9 @@ fn pip_extras_in_a_conda_env_are_held_at_condas_versions() {
         .iter()
         .map(|p| (p.kind.as_str(), p.name.as_str()))
         .collect();
-    // numpy-like is conda's (pip's torch needs it: held at conda's 1.0, not PyPI's 1.2, and not
-    // installed twice); pip installs torch, nvidia-x and einops-like.
+    // numpy-like and faiss-like are conda's: pip takes them as installed (torch's numpy-like
+    // at conda's 1.0.5, which the index does not even have, not PyPI's 1.2), installs neither
+    // again, and does not pull libfaiss-wheel, which only PyPI's faiss-like needs.
     assert_eq!(
         got,
         [
@@ -403,8 +412,10 @@ fn pip_extras_in_a_conda_env_are_held_at_condas_versions() {
             ("pip", "einops-like"),
             ("pip", "nvidia-x"),
             ("pip", "torch"),
+            ("pip", "uses-faiss"),
         ]
     );
+    assert_eq!(entry(&conda_of(work.path()), "numpy-like").0, "1.0.5");
     let c = conda_of(work.path());
     assert_eq!(entry(&c, "faiss-like").1, "cuda_h0_0", "a CUDA target");
     assert_eq!(lock.packages["einops-like"], "0.9.0");

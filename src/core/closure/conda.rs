@@ -245,8 +245,8 @@ fn pep440_plain(v: &str) -> bool {
 }
 
 /// The Python distributions the conda solve installs, PyPI name -> conda's version: every
-/// record that depends on `python` or is `noarch: python`, except Python itself. pip is held
-/// to these versions and must not install them again.
+/// record that depends on `python` or is `noarch: python`, except Python itself. pip takes
+/// them as installed (it is held to these versions, and does not install them again).
 pub fn python_provided(solved: &[Solved]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for s in solved {
@@ -262,13 +262,13 @@ pub fn python_provided(solved: &[Solved]) -> BTreeMap<String, String> {
     out
 }
 
-/// pip constraints holding each conda-provided distribution at conda's version (versions pip
-/// would read otherwise are left out: pip could not be held to them anyway).
-pub fn pip_constraints(provided: &BTreeMap<String, String>) -> Vec<String> {
+/// The conda-provided distributions pip is told are installed, (PyPI name, version): those
+/// whose version pip reads the way conda wrote it (`1.0_post` is not held: pip could not be).
+pub fn pip_installed(provided: &BTreeMap<String, String>) -> Vec<(String, String)> {
     provided
         .iter()
         .filter(|(_, v)| pep440_plain(v))
-        .map(|(n, v)| format!("{n}=={v}"))
+        .map(|(n, v)| (n.clone(), v.clone()))
         .collect()
 }
 
@@ -440,9 +440,13 @@ mod tests {
             p.keys().collect::<Vec<_>>(),
             ["numpy", "torch", "typing-extensions", "weird"]
         );
+        let held: Vec<String> = pip_installed(&p)
+            .iter()
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect();
         assert_eq!(
-            pip_constraints(&p),
-            ["numpy==1.26.4", "torch==2.5.1", "typing-extensions==4.12.2"]
+            held,
+            ["numpy 1.26.4", "torch 2.5.1", "typing-extensions 4.12.2"]
         );
     }
 
