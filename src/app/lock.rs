@@ -238,6 +238,101 @@ pub fn attach_full_from(
     Ok(None)
 }
 
+/// What a closure is resolved from: a wheel environment's pip inputs, or a conda
+/// environment's solve (with its pip extras).
+enum Plan {
+    Pip(crate::core::closure::Inputs),
+    /// The inputs and the channel alias their URLs were made under.
+    Conda(crate::core::closure::conda::EnvInputs, String),
+}
+
+impl Plan {
+    /// The plan for `lock`; `Err` (the reason) when envbuild cannot lock its closure. `alias`
+    /// is where conda channel names point.
+    fn of(
+        lock: &Lock,
+        spec: &crate::core::spec::Spec,
+        table: &Table,
+        alias: &str,
+    ) -> Result<Plan, String> {
+        use crate::core::closure::{conda, Inputs, PYPI_SIMPLE};
+        let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
+        let glibc = target_glibc(lock, table).ok_or("the lock's glibc is not a version")?;
+        if lock.install.conda.is_empty() {
+            return Inputs::of(lock, index, &glibc).map(Plan::Pip);
+        }
+        let cuda = conda::target_cuda(lock, table);
+        let pip = if lock.install.pip.is_empty() {
+            None
+        } else {
+            Some(Inputs::of(lock, index, &glibc)?)
+        };
+        Ok(Plan::Conda(
+            conda::EnvInputs {
+                conda: conda::CondaInputs::of(lock, &glibc, cuda.as_deref(), alias)?,
+                pip,
+            },
+            alias.to_string(),
+        ))
+    }
+
+    fn hash(&self) -> String {
+        match self {
+            Plan::Pip(i) => i.hash(),
+            Plan::Conda(e, _) => e.hash(),
+        }
+    }
+
+    /// Run the resolver(s); `held` keeps every package of the lock on disk but the ones
+    /// `--upgrade-package` names at its locked version (and build, for conda).
+    fn resolve(&self, held: &Held) -> Result<Vec<crate::core::lock::ClosurePkg>, Failure> {
+        use crate::infra::pip_resolve;
+        match self {
+            Plan::Pip(i) => pip_resolve::resolve(&pip_resolve::interpreter(), i, &held.pip, &[]),
+            Plan::Conda(e, alias) => resolve_conda(e, alias, held),
+        }
+    }
+}
+
+/// A conda environment's closure: the conda solve, then its pip extras resolved for the
+/// environment's Python with every Python package conda installs taken as installed (held at
+/// conda's version, its dependencies conda's business), and left out of the pip part (the pip
+/// install never replaces a conda package).
+fn resolve_conda(
+    env: &crate::core::closure::conda::EnvInputs,
+    alias: &str,
+    held: &Held,
+) -> Result<Vec<crate::core::lock::ClosurePkg>, Failure> {
+    use crate::core::closure::{codes::CLOSURE_RESOLVE_FAILED, conda, markers};
+    use crate::infra::{conda_solve, pip_resolve};
+    let solved = conda_solve::resolve(&env.conda, alias, &held.conda)?;
+    let entries = conda::to_closure(&solved).map_err(|m| {
+        Failure::one(Diagnostic::error(CLOSURE_RESOLVE_FAILED, m).with_hint(
+            "a closure lock records each package's sha256 and md5: use a channel whose repodata.json carries both",
+        ))
+    })?;
+    let provided = conda::python_provided(&solved);
+    let pip = match &env.pip {
+        None => Vec::new(),
+        Some(inputs) => {
+            let mut inputs = inputs.clone();
+            // pip resolves for the Python conda chose (`3.12` in the spec is `3.12.7` here).
+            if let Some(py) = solved.iter().find(|s| s.name == "python") {
+                let machine = inputs
+                    .markers
+                    .get("platform_machine")
+                    .cloned()
+                    .unwrap_or_default();
+                inputs.markers = markers(&py.version, &machine);
+                inputs.python = py.version.clone();
+            }
+            let installed = conda::pip_installed(&provided);
+            pip_resolve::resolve(&pip_resolve::interpreter(), &inputs, &held.pip, &installed)?
+        }
+    };
+    Ok(conda::merge(entries, pip, &provided))
+}
+
 /// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
 /// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
 /// `Ok(Some(d))` is a refusal to report.
@@ -248,13 +343,16 @@ fn attach_closure(
     on_disk: &OnDisk<'_>,
     mode: ClosureMode<'_>,
 ) -> Result<Option<Diagnostic>, Failure> {
-    use crate::core::closure::{codes::CLOSURE_NEEDS_RESOLUTION, Inputs, PYPI_SIMPLE};
+    use crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION;
     let path = on_disk.path;
-    let index = spec.lock.index_url.as_deref().unwrap_or(PYPI_SIMPLE);
-    let glibc = target_glibc(lock, table)
-        .ok_or_else(|| Failure::bug("the lock's glibc is not a version".to_string()))?;
-    let inputs = match Inputs::of(lock, index, &glibc) {
-        Ok(i) => i,
+    // The alias is read only for a conda environment (a wheel lock never depends on it).
+    let alias = if lock.install.conda.is_empty() {
+        String::new()
+    } else {
+        crate::infra::conda_solve::channel_alias()?
+    };
+    let plan = match Plan::of(lock, spec, table, &alias) {
+        Ok(p) => p,
         Err(m) => {
             return Ok(Some(
                 Diagnostic::error(crate::core::spec::codes::CLOSURE_UNSUPPORTED, m)
@@ -262,14 +360,14 @@ fn attach_closure(
             ))
         }
     };
-    let hash = inputs.hash();
+    let hash = plan.hash();
     // A lock on disk that cannot be read is resolved afresh (its closure cannot be trusted).
     let on_disk = on_disk.lock.as_ref();
-    let constraints = match mode {
+    let held = match mode {
         ClosureMode::Resolve {
             upgrade_packages, ..
         } if !upgrade_packages.is_empty() => held_back(on_disk, upgrade_packages)?,
-        _ => Vec::new(),
+        _ => Held::default(),
     };
     let old = on_disk
         .filter(|o| o.closure_inputs.as_deref() == Some(hash.as_str()) && !o.closure.is_empty());
@@ -286,51 +384,87 @@ fn attach_closure(
             return Ok(Some(Diagnostic::error(
                 CLOSURE_NEEDS_RESOLUTION,
                 format!(
-                    "{} has no closure resolved from this spec's inputs (requirements, indexes, Python, platform), and {why} does not run the resolver",
+                    "{} has no closure resolved from this spec's inputs (requirements, indexes, channels, Python, platform), and {why} does not run the resolver",
                     crate::core::diag::shown(path)
                 ),
             )
-            .with_hint("run `envbuild lock` (it resolves the closure with pip, on the network) and commit the lock")));
+            .with_hint("run `envbuild lock` (it resolves the closure on the network: pip for wheels, the conda solver for channels) and commit the lock")));
         }
-        _ => crate::infra::pip_resolve::resolve(
-            &crate::infra::pip_resolve::interpreter(),
-            &inputs,
-            &constraints,
-        )?,
+        _ => plan.resolve(&held)?,
     };
-    // A range in the spec (`einops>=0.8`) is pinned by the closure: the lock's `packages` says
-    // which version it is.
-    for p in spec.pip.iter().filter(|p| p.is_range()) {
-        let name = crate::core::closure::canonical_name(&p.name);
-        if let Some(c) = closure.iter().find(|c| c.name == name) {
-            lock.packages.insert(p.name.clone(), c.version.clone());
-        }
-    }
+    pin_ranges(lock, spec, &closure);
     lock.closure_inputs = Some(hash);
     lock.closure = closure;
     Ok(None)
 }
 
-/// `--upgrade-package`: pip constraints holding every package of the lock on disk at its
-/// version except `names`, each of which must be in that closure.
-fn held_back(on_disk: Option<&Lock>, names: &[String]) -> Result<Vec<String>, Failure> {
+/// A range in the spec (`einops>=0.8`, `pandas>=2,<3`) is pinned by the closure: the lock's
+/// `packages` says which version it is.
+fn pin_ranges(
+    lock: &mut Lock,
+    spec: &crate::core::spec::Spec,
+    closure: &[crate::core::lock::ClosurePkg],
+) {
+    use crate::core::closure::canonical_name;
+    let ranges = spec
+        .pip
+        .iter()
+        .filter(|p| p.is_range())
+        .map(|p| (&p.name, "pip"))
+        .chain(
+            spec.conda
+                .iter()
+                .filter(|c| c.is_range())
+                .map(|c| (&c.name, "conda")),
+        );
+    for (name, kind) in ranges {
+        let wanted = canonical_name(name);
+        if let Some(c) = closure
+            .iter()
+            .find(|c| c.kind == kind && canonical_name(&c.name) == wanted)
+        {
+            lock.packages.insert(name.clone(), c.version.clone());
+        }
+    }
+}
+
+/// What `--upgrade-package` holds: conda match specs (`CHANNEL::name==version=build`) and pip
+/// constraints (`name==version`).
+#[derive(Debug, Default)]
+struct Held {
+    conda: Vec<String>,
+    pip: Vec<String>,
+}
+
+/// `--upgrade-package`: every package of the lock on disk held at its version except `names`,
+/// each of which must be in that closure.
+fn held_back(on_disk: Option<&Lock>, names: &[String]) -> Result<Held, Failure> {
     use crate::core::closure::canonical_name;
     let closure = on_disk.map(|l| l.closure.as_slice()).unwrap_or_default();
     let names: Vec<String> = names.iter().map(|n| canonical_name(n)).collect();
     if let Some(n) = names
         .iter()
-        .find(|n| !closure.iter().any(|p| &p.name == *n))
+        .find(|n| !closure.iter().any(|p| &canonical_name(&p.name) == *n))
     {
         return Err(Failure::usage(
             format!("--upgrade-package {n}: `{n}` is not in the lock's closure"),
             Some("name a package of the closure, or use --upgrade to re-resolve everything".into()),
         ));
     }
-    Ok(closure
+    let mut held = Held::default();
+    for p in closure
         .iter()
-        .filter(|p| !names.contains(&p.name))
-        .map(|p| format!("{}=={}", p.name, p.version))
-        .collect())
+        .filter(|p| !names.contains(&canonical_name(&p.name)))
+    {
+        if p.kind == "conda" {
+            let build = p.build.as_deref().unwrap_or("*");
+            held.conda
+                .push(format!("{}::{}=={}={build}", p.index, p.name, p.version));
+        } else {
+            held.pip.push(format!("{}=={}", p.name, p.version));
+        }
+    }
+    Ok(held)
 }
 
 /// Asks for a base image's digest (the engine, or a stand-in in tests).
@@ -539,6 +673,40 @@ mod tests {
             (f.asked.get(), other.image.base_digest),
             (2, Some(sha("b")))
         );
+    }
+
+    /// `--upgrade-package`: conda entries are held by version and build in their channel, pip
+    /// entries by version; names match whatever their spelling (`Typing_Extensions`).
+    #[test]
+    fn upgrade_package_holds_conda_by_build_and_pip_by_version() {
+        use crate::core::lock::ClosurePkg;
+        let pkg = |kind: &str, name: &str, version: &str, build: Option<&str>| ClosurePkg {
+            name: name.into(),
+            version: version.into(),
+            kind: kind.into(),
+            url: String::new(),
+            index: "https://c.example/conda-forge".into(),
+            sha256: "a".repeat(64),
+            md5: None,
+            build: build.map(str::to_string),
+            subdir: None,
+        };
+        let mut lock = example();
+        lock.closure = vec![
+            pkg("conda", "python", "3.11.9", Some("h0_0_cpython")),
+            pkg("conda", "typing_extensions", "4.12.2", Some("pyha770c72_0")),
+            pkg("pip", "einops", "0.8.1", None),
+        ];
+        let held = held_back(Some(&lock), &["Typing_Extensions".into()]).unwrap();
+        assert_eq!(
+            held.conda,
+            ["https://c.example/conda-forge::python==3.11.9=h0_0_cpython"]
+        );
+        assert_eq!(held.pip, ["einops==0.8.1"]);
+        let held = held_back(Some(&lock), &["einops".into()]).unwrap();
+        assert_eq!(held.conda.len(), 2);
+        assert!(held.pip.is_empty());
+        assert!(held_back(Some(&lock), &["numpy".into()]).is_err());
     }
 
     /// No digest, or one that is not a sha256, is BASE_DIGEST_UNAVAILABLE and sets nothing; a

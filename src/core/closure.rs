@@ -2,6 +2,8 @@
 //! their hash), the target's platform tags and environment markers, and reading pip's
 //! installation report into closure entries. This module performs no I/O.
 
+pub mod conda;
+
 use crate::core::lock::{ClosurePkg, Lock};
 use crate::core::spec::Platform;
 use crate::core::version::Version;

@@ -175,7 +175,7 @@ pub struct Lock {
     /// sha256 of exactly what the closure's resolution depended on (`core::closure::Inputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closure_inputs: Option<String>,
-    /// Every package the environment contains, sorted by name (`[lock] closure = true`).
+    /// Every package the environment contains, sorted by kind, then name (`[lock] closure = true`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closure: Vec<ClosurePkg>,
 }

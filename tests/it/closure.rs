@@ -260,7 +260,7 @@ fn changed_inputs_need_a_resolution_under_locked_and_offline() {
 }
 
 #[test]
-fn ranges_need_a_closure_and_conda_closures_are_refused() {
+fn ranges_need_a_closure_and_what_sits_outside_it_is_refused() {
     let idx = tempdir();
     let work = tempdir();
     let spec = closure_spec(
@@ -279,8 +279,20 @@ fn ranges_need_a_closure_and_conda_closures_are_refused() {
         "{}",
         stderr_of(&out)
     );
+    // A conda range too (tests/it/conda_closure.rs locks one with a closure).
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec.replace("pip = [\"einops-like>=0.8\"]", "conda = [\"pandas>=2,<3\"]"),
+    );
+    let out = lock_in(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("UNPINNED_VERSION"),
+        "{}",
+        stderr_of(&out)
+    );
     for (extra, image) in [
-        ("conda = [\"pandas=2.2.3\"]", ""),
         ("", "\n[image]\nbase-provides = [\"torch\"]\n"),
         ("", "\n[image]\nwheels = \"wheels\"\n"),
         (

@@ -7,6 +7,7 @@ mod children;
 mod ci_docs;
 mod cli;
 mod closure;
+mod conda_closure;
 mod confinement;
 mod doctor;
 mod engine_faults;

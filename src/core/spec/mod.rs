@@ -40,7 +40,8 @@ pub mod codes {
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
     /// A pip line that installs from a URL without naming the package (`git+https://...`).
     pub const UNNAMED_REFERENCE: Code = "UNNAMED_REFERENCE";
-    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (conda).
+    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (packages
+    /// installed beside the closure, a Windows target).
     pub const CLOSURE_UNSUPPORTED: Code = "CLOSURE_UNSUPPORTED";
     /// Every code above.
     pub const ALL: &[Code] = &[
@@ -163,10 +164,21 @@ pub struct CondaPkg {
 }
 
 impl CondaPkg {
+    /// A version range (`>=2,<3`), allowed with `[lock] closure = true`: the closure pins it.
+    pub fn is_range(&self) -> bool {
+        self.version.starts_with(['<', '>', '=', '!'])
+    }
+
     /// The match spec conda understands: `conda-forge::pandas==2.1.1`, or conda's own
-    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin.
+    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin, or a range as written (`pandas>=2,<3`).
     pub fn match_spec(&self) -> String {
-        let op = if self.fuzzy { "=" } else { "==" };
+        let op = if self.is_range() {
+            ""
+        } else if self.fuzzy {
+            "="
+        } else {
+            "=="
+        };
         match &self.channel {
             Some(c) => format!("{c}::{}{op}{}", self.name, self.version),
             None => format!("{}{op}{}", self.name, self.version),

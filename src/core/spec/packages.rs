@@ -276,15 +276,16 @@ fn without_hash_fragment(line: &str) -> &str {
 /// The `conda` and `pip` lists, each sorted; conflicts with managed keys and duplicates are
 /// reported after both lists were parsed.
 pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec) -> (Vec<CondaPkg>, Vec<PipPkg>) {
-    let mut conda = conda_list(cx, &raw.conda);
-    let mut pip = pip_list(cx, &raw.pip, raw.lock.closure.unwrap_or(false));
+    let closure = raw.lock.closure.unwrap_or(false);
+    let mut conda = conda_list(cx, &raw.conda, closure);
+    let mut pip = pip_list(cx, &raw.pip, closure);
     check_managed_and_duplicates(cx, &conda, &pip);
     conda.sort();
     pip.sort();
     (conda, pip)
 }
 
-fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
+fn conda_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<CondaPkg> {
     let mut conda = Vec::new();
     for p in lines {
         if !range_like(p) && !cx.safe("conda", p) {
@@ -292,6 +293,9 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
         }
         match parse_conda_pkg(p) {
             PkgParse::Ok(pkg) => conda.push(pkg),
+            PkgParse::Unpinned { .. } if ranges && conda_range(p).is_some() => {
+                conda.extend(conda_range(p));
+            }
             PkgParse::Unpinned { name, why } => cx.err(
                 UNPINNED_VERSION,
                 "conda",
@@ -368,6 +372,42 @@ fn pip_range(s: &str) -> Option<PipPkg> {
     }
 }
 
+/// `[channel::]name>=2,<3`: a conda version range (comparison clauses joined by `,`, no
+/// spaces kept), for a closure lock, which pins it. `None` when it is not one.
+fn conda_range(s: &str) -> Option<CondaPkg> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let (channel, rest) = match s.rsplit_once("::") {
+        Some((c, r)) => (Some(c), r),
+        None => (None, s.as_str()),
+    };
+    let at = rest.find(['<', '>', '=', '!'])?;
+    let (name, spec) = rest.split_at(at);
+    let clauses_ok = spec.split(',').all(|c| {
+        let v = c.trim_start_matches(['<', '>', '=', '!']);
+        c.len() > v.len()
+            && ["<", ">", "<=", ">=", "==", "!="].contains(&&c[..c.len() - v.len()])
+            && !v.is_empty()
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".*+".contains(&b))
+    });
+    // One clause `==X` or `=X` is a pin, not a range: parse_conda_pkg took it already.
+    if !clauses_ok || !spec.contains([',', '<', '>', '!']) {
+        return None;
+    }
+    let head = match channel {
+        Some(c) => format!("{c}::{name}=0"),
+        None => format!("{name}=0"),
+    };
+    match parse_conda_pkg(&head) {
+        PkgParse::Ok(mut pkg) => {
+            pkg.version = spec.to_string();
+            pkg.fuzzy = false;
+            Some(pkg)
+        }
+        _ => None,
+    }
+}
+
 fn check_managed_and_duplicates(cx: &mut Ctx, conda: &[CondaPkg], pip: &[PipPkg]) {
     let mut seen = std::collections::BTreeSet::new();
     for (key, n) in conda
@@ -437,6 +477,27 @@ mod tests {
             parse_pip_pkg("pkg @ https://x"),
             PkgParse::Unpinned { .. }
         ));
+    }
+
+    /// A conda range (closure locks only) keeps its clauses and channel; a pin or a hostile
+    /// string is not one.
+    #[test]
+    fn conda_ranges_parse_for_a_closure() {
+        let r = conda_range("conda-forge::pandas >= 2, <3").unwrap();
+        assert_eq!(r.channel.as_deref(), Some("conda-forge"));
+        assert_eq!((r.name.as_str(), r.version.as_str()), ("pandas", ">=2,<3"));
+        assert!(r.is_range());
+        assert_eq!(r.match_spec(), "conda-forge::pandas>=2,<3");
+        assert_eq!(conda_range("tqdm>=4").unwrap().match_spec(), "tqdm>=4");
+        for not in [
+            "pandas=2.1",
+            "pandas==2.1.1",
+            "pandas>=2;rm -rf /",
+            "pandas>=",
+            ">=2",
+        ] {
+            assert!(conda_range(not).is_none(), "{not}");
+        }
     }
 
     #[test]

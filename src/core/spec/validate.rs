@@ -81,7 +81,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
-    let lock = lock_opts(cx, &raw, source, &conda);
+    let lock = lock_opts(cx, &raw);
 
     // The spec with a given python and torch, when the keys resolution needs are valid.
     let with = |python: Version, pytorch: Version| -> Option<Spec> {
@@ -196,24 +196,11 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
     None
 }
 
-/// `[lock]`: `closure` (pip side only for now) and the `index-url` the closure comes from.
-fn lock_opts(
-    cx: &mut Ctx,
-    spec: &RawSpec,
-    source: Option<super::Source>,
-    conda: &[super::CondaPkg],
-) -> super::LockOpts {
+/// `[lock]`: `closure` (wheel and conda environments) and the `index-url` the closure's pip
+/// part comes from.
+fn lock_opts(cx: &mut Ctx, spec: &RawSpec) -> super::LockOpts {
     let raw = &spec.lock;
     let closure = raw.closure.unwrap_or(false);
-    let wants_conda = source.is_some_and(|s| s.is_conda()) || !conda.is_empty();
-    if closure && wants_conda {
-        cx.err(
-            super::codes::CLOSURE_UNSUPPORTED,
-            "lock.closure",
-            "a closure lock is supported for wheel environments only (no conda source, no `conda` extras) in this version".into(),
-            Some("use `source = \"pypi\"` or `\"pytorch-index\"` with `pip` extras, or remove `closure = true`".into()),
-        );
-    }
     // Packages the lock does not resolve would sit beside the closure, unlocked and unchecked.
     let beside = [
         (

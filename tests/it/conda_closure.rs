@@ -1,0 +1,464 @@
+//! The conda closure (`[lock] closure = true` on a conda environment), offline: conda channels
+//! of real package files (tests/fixtures/fake_channel.py) served over HTTP on 127.0.0.1 by the
+//! test, the channel alias pointed at them, and envbuild's in-process solver (rattler's
+//! resolvo) resolving for the target: its CUDA driver, glibc and platform; strict channel
+//! priority; hashes; reuse without a request; `--upgrade`, `--upgrade-package`, `--offline`;
+//! and pip extras resolved for the conda environment's Python.
+
+#[path = "../support/conda_channel.rs"]
+mod conda_channel;
+
+use crate::closure::{add_wheels, WHEELS};
+use crate::support::*;
+use conda_channel::{add_packages, md5_file, Server};
+use envbuild::core::lock::Lock;
+use std::fs;
+use std::path::Path;
+
+/// The channels: `pytorch` (a CUDA and a CPU build of pytorch 2.5.1, the CPU one down-weighted
+/// by a track feature; an older tqdm than conda-forge's), `nvidia` (two cudart releases, one
+/// outside pytorch-cuda 12.4's range), `conda-forge` (python 3.11.10 needing glibc 2.34 beside
+/// 3.11.9 needing 2.17; numpy 1.x and 2.x; a newer mkl than the table's pin; noarch tqdm).
+const CHANNELS: &str = r#"[
+{"channel":"pytorch","subdir":"linux-64","name":"pytorch","version":"2.5.1","build":"py3.11_cuda12.4_cudnn9.1.0_0","depends":["python >=3.11,<3.12.0a0","pytorch-cuda >=12.4,<12.5","__cuda","mkl >=2023.1.0,<2025.0a0","numpy >=1.23"]},
+{"channel":"pytorch","subdir":"linux-64","name":"pytorch","version":"2.5.1","build":"py3.11_cpu_0","track_features":["pytorch-cpu"],"depends":["python >=3.11,<3.12.0a0","mkl >=2023.1.0,<2025.0a0","numpy >=1.23"]},
+{"channel":"pytorch","subdir":"linux-64","name":"torchvision","version":"0.20.1","build":"py311_cu124","depends":["python >=3.11,<3.12.0a0","pytorch 2.5.1"]},
+{"channel":"pytorch","subdir":"linux-64","name":"torchaudio","version":"2.5.1","build":"py311_cu124","depends":["python >=3.11,<3.12.0a0","pytorch 2.5.1"]},
+{"channel":"pytorch","subdir":"noarch","name":"pytorch-cuda","version":"12.4","build":"hc786d27_7","noarch":"generic","depends":["cuda-cudart >=12.4,<12.5"]},
+{"channel":"pytorch","subdir":"noarch","name":"tqdm","version":"4.65.0","build":"py_0","noarch":"python","depends":["python >=3.7"]},
+{"channel":"nvidia","subdir":"linux-64","name":"cuda-cudart","version":"12.4.127","build":"0","depends":["__glibc >=2.17"]},
+{"channel":"nvidia","subdir":"linux-64","name":"cuda-cudart","version":"12.6.77","build":"0","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.11.9","build":"h0_0_cpython","depends":["__glibc >=2.17","libzlib >=1.3"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.11.10","build":"h1_0_cpython","depends":["__glibc >=2.34","libzlib >=1.3"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"libzlib","version":"1.3.1","build":"h0_2","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"mkl","version":"2024.0.0","build":"ha957f24_49657","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"mkl","version":"2024.2.0","build":"ha957f24_665","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"numpy","version":"1.26.4","build":"py311h64a7726_0","depends":["python >=3.11,<3.12.0a0","libzlib"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"numpy","version":"2.1.0","build":"py311h71ddf71_0","depends":["python >=3.11,<3.12.0a0"]},
+{"channel":"conda-forge","subdir":"noarch","name":"tqdm","version":"4.67.1","build":"pyhd8ed1ab_0","noarch":"python","depends":["python >=3.7"]}
+]"#;
+
+/// A pytorch-channel spec (torch 2.5.1, pytorch-cuda 12.4) for glibc `glibc`, with `conda`
+/// extras and an optional `[target]` driver line.
+fn spec(glibc: &str, conda: &str, driver: &str) -> String {
+    format!(
+        "name = \"cc\"\npython = \"3.11\"\npytorch = \"2.5.1\"\npytorch-cuda = \"12.4\"\n\
+         channels = [\"pytorch\", \"nvidia\", \"conda-forge\"]\nconda = [{conda}]\n\n\
+         [target]\n{driver}\nglibc = \"{glibc}\"\n\n[lock]\nclosure = true\nbase-digest = false\n"
+    )
+}
+
+fn lock_with(dir: &Path, alias: &str, args: &[&str]) -> std::process::Output {
+    envbuild()
+        .current_dir(dir)
+        .env("ENVBUILD_CONDA_CHANNEL_ALIAS", alias)
+        .arg("lock")
+        .arg("envbuild.toml")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn read_lock(dir: &Path) -> Lock {
+    Lock::from_toml(&fs::read_to_string(dir.join("envbuild.lock")).unwrap()).unwrap()
+}
+
+/// (name, version, build) of every conda entry.
+fn conda_of(dir: &Path) -> Vec<(String, String, String)> {
+    read_lock(dir)
+        .closure
+        .iter()
+        .filter(|p| p.kind == "conda")
+        .map(|p| {
+            (
+                p.name.clone(),
+                p.version.clone(),
+                p.build.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn entry<'a>(c: &'a [(String, String, String)], name: &str) -> (&'a str, &'a str) {
+    let e = c
+        .iter()
+        .find(|e| e.0 == name)
+        .unwrap_or_else(|| panic!("{name} not in {c:?}"));
+    (e.1.as_str(), e.2.as_str())
+}
+
+const DRIVER: &str = "driver = \"550.54.15\"\ngpus = [\"A100\"]";
+
+#[test]
+fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"numpy=1.26.4\", \"tqdm>=4\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let c = conda_of(work.path());
+    let names: Vec<&str> = c.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cuda-cudart",
+            "libzlib",
+            "mkl",
+            "numpy",
+            "python",
+            "pytorch",
+            "pytorch-cuda",
+            "torchaudio",
+            "torchvision",
+            "tqdm"
+        ]
+    );
+    // The driver offers __cuda 12.4: the CUDA build, and the cudart its pytorch-cuda allows.
+    assert_eq!(
+        entry(&c, "pytorch"),
+        ("2.5.1", "py3.11_cuda12.4_cudnn9.1.0_0")
+    );
+    assert_eq!(entry(&c, "cuda-cudart").0, "12.4.127");
+    // glibc 2.28: python 3.11.10 (needs 2.34) is not for this target.
+    assert_eq!(entry(&c, "python").0, "3.11.9");
+    // The table's pins hold though newer releases exist: mkl 2024.0.0, numpy 1.26.4.
+    assert_eq!(entry(&c, "mkl").0, "2024.0.0");
+    assert_eq!(entry(&c, "numpy").0, "1.26.4");
+    // Strict channel priority: tqdm comes from pytorch (first channel), not conda-forge's newer.
+    assert_eq!(entry(&c, "tqdm").0, "4.65.0");
+    let lock = read_lock(work.path());
+    assert_eq!(lock.packages["tqdm"], "4.65.0", "the range is pinned");
+    // Every hash is the file's own, and the URL is the file the channel serves.
+    for p in &lock.closure {
+        let subdir = p.subdir.as_deref().unwrap();
+        let channel = p.index.rsplit('/').next().unwrap();
+        let file = p.url.rsplit('/').next().unwrap();
+        let path = ch.path().join(channel).join(subdir).join(file);
+        assert_eq!(p.url, format!("{}/{channel}/{subdir}/{file}", server.url));
+        assert_eq!(p.sha256, crate::closure::sha256_file(&path), "{}", p.name);
+        assert_eq!(
+            p.md5.as_deref(),
+            Some(md5_file(&path).as_str()),
+            "{}",
+            p.name
+        );
+    }
+    assert_eq!(entry(&c, "pytorch-cuda"), ("12.4", "hc786d27_7"));
+    assert!(lock
+        .closure
+        .iter()
+        .any(|p| p.name == "pytorch-cuda" && p.subdir.as_deref() == Some("noarch")));
+
+    // A glibc 2.36 target takes the newer Python.
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.36", "\"numpy=1.26.4\", \"tqdm>=4\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(entry(&conda_of(work.path()), "python").0, "3.11.10");
+}
+
+#[test]
+fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"tqdm>=4\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // 3 channels x (linux-64, noarch).
+    assert_eq!(server.requests(), 6, "{:?}", server.paths());
+    let first = fs::read(work.path().join("envbuild.lock")).unwrap();
+
+    // Newer releases appear: tqdm in the pytorch channel, libzlib on conda-forge.
+    add_packages(
+        ch.path(),
+        r#"[{"channel":"pytorch","subdir":"noarch","name":"tqdm","version":"4.66.5","build":"py_0","noarch":"python","depends":["python >=3.7"]},
+            {"channel":"conda-forge","subdir":"linux-64","name":"libzlib","version":"1.3.2","build":"h0_0","depends":["__glibc >=2.17"]}]"#,
+    );
+    // Unchanged inputs: reused, no request, same bytes; --offline and --locked too.
+    for args in [&[][..], &["--offline"], &["--locked"]] {
+        let out = lock_with(work.path(), &server.url, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        assert_eq!(server.requests(), 6, "{args:?} asked the channel");
+        assert_eq!(fs::read(work.path().join("envbuild.lock")).unwrap(), first);
+    }
+
+    // --upgrade-package tqdm moves tqdm only: libzlib stays at its locked version and build.
+    let out = lock_with(work.path(), &server.url, &["--upgrade-package", "tqdm"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let c = conda_of(work.path());
+    assert_eq!(entry(&c, "tqdm").0, "4.66.5");
+    assert_eq!(entry(&c, "libzlib"), ("1.3.1", "h0_2"));
+    assert_eq!(read_lock(work.path()).packages["tqdm"], "4.66.5");
+
+    // --upgrade takes every newer release.
+    let out = lock_with(work.path(), &server.url, &["--upgrade"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(entry(&conda_of(work.path()), "libzlib").0, "1.3.2");
+    let upgraded = fs::read(work.path().join("envbuild.lock")).unwrap();
+    let out = lock_with(work.path(), &server.url, &["--upgrade"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        fs::read(work.path().join("envbuild.lock")).unwrap(),
+        upgraded,
+        "the same solve gives the same bytes"
+    );
+
+    // A package not in the closure is a usage error.
+    let out = lock_with(work.path(), &server.url, &["--upgrade-package", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+
+    // Changed inputs (another extra): --offline refuses without a request.
+    let before = server.requests();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"tqdm>=4\", \"numpy=2.1.0\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &server.url, &["--offline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("CLOSURE_NEEDS_RESOLUTION"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(server.requests(), before);
+}
+
+#[test]
+fn the_channel_alias_is_an_input_of_the_closure_and_gzip_answers_are_read() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let a = Server::start(ch.path());
+    let b = Server::start_gzip(ch.path());
+    let work = tempdir();
+    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
+    let out = lock_with(work.path(), &a.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let via_a = read_lock(work.path());
+    // Another mirror: the closure's URLs would change, so it is not reused offline...
+    let out = lock_with(work.path(), &b.url, &["--offline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    // ...and a fresh solve records the new URLs.
+    let out = lock_with(work.path(), &b.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let via_b = read_lock(work.path());
+    assert!(via_b.closure.iter().all(|p| p.url.starts_with(&b.url)));
+    // b's answers were gzip-encoded: the same packages, hashes and builds.
+    assert_eq!(b.gzipped(), 6);
+    let key = |l: &Lock| -> Vec<(String, String, Option<String>)> {
+        l.closure
+            .iter()
+            .map(|p| (p.name.clone(), p.sha256.clone(), p.build.clone()))
+            .collect()
+    };
+    assert_eq!(key(&via_b), key(&via_a));
+
+    // An alias with credentials (they would be written into the lock) or of another scheme is
+    // a usage error, and the credentials are not echoed.
+    for bad in [
+        "https://me:s3cret@mirror.example/conda",
+        "ftp://mirror.example/conda",
+    ] {
+        let out = lock_with(work.path(), bad, &["--upgrade"]);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("ENVBUILD_CONDA_CHANNEL_ALIAS"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+}
+
+#[test]
+fn an_unsatisfiable_solve_or_an_unreachable_channel_is_closure_resolve_failed() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    add_packages(
+        ch.path(),
+        r#"[{"channel":"conda-forge","subdir":"linux-64","name":"new-glibc-only","version":"1.0","build":"h0_0","depends":["__glibc >=2.34"]}]"#,
+    );
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    // glibc 2.28: the only build of the extra needs 2.34.
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"new-glibc-only=1.0\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("CLOSURE_RESOLVE_FAILED"), "{err}");
+    assert!(err.contains("__glibc"), "the solver's explanation: {err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!work.path().join("envbuild.lock").exists());
+
+    // A channel that does not answer is named.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
+    let out = lock_with(work.path(), &format!("http://127.0.0.1:{port}"), &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("CLOSURE_RESOLVE_FAILED"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "http://127.0.0.1:{port}/pytorch/linux-64/repodata.json"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_conda_package_without_an_md5_is_refused_by_name() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    add_packages(
+        ch.path(),
+        r#"[{"channel":"conda-forge","subdir":"linux-64","name":"libzlib","version":"1.3.1","build":"h0_2","depends":["__glibc >=2.17"],"no_md5":true}]"#,
+    );
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
+    let out = lock_with(work.path(), &server.url, &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("CLOSURE_RESOLVE_FAILED"), "{err}");
+    assert!(err.contains("`libzlib` 1.3.1"), "{err}");
+}
+
+/// conda-forge's own channel with `faiss-like` in a CUDA build (needs `__cuda`) and a CPU
+/// build, and `numpy-like` 1.0.5 (a Python package pip's torch also needs, in a release the
+/// index does not have); the PyPI side is the made-up wheel index of the pip closure tests, plus
+/// PyPI's own `faiss-like`, whose metadata needs a wheel conda's build does not.
+const FORGE_EXTRAS: &str = r#"[
+{"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cuda_h0_0","build_number":1,"depends":["__cuda >=12","python >=3.11,<3.14"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.13.1","build":"h0_0_cp313","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"python","version":"3.13.1","build":"h0_0_cp313","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"noarch","name":"numpy-like","version":"1.0.5","build":"pyh0_0","noarch":"python","depends":["python"]},
+{"channel":"conda-forge","subdir":"noarch","name":"pip","version":"24.2","build":"pyh0_0","noarch":"python","depends":["python >=3.8"]}
+]"#;
+
+/// A PyPI-torch spec with conda extras (a conda environment whose pip part holds torch).
+fn pip_in_conda_spec(index: &Path, platform: &str, target: &str) -> String {
+    format!(
+        "name = \"pc\"\npython = \"3.13\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
+         torchaudio = false\nchannels = [\"conda-forge\"]\n\
+         conda = [\"faiss-like>=1\", \"numpy-like>=1\"]\n\
+         pip = [\"einops-like>=0.8\", \"uses-faiss==1.0\"]\n\n\
+         [target]\nplatform = \"{platform}\"\n{target}\nglibc = \"2.28\"\n\n\
+         [lock]\nclosure = true\nindex-url = \"file://{}/simple\"\nbase-digest = false\n",
+        index.display()
+    )
+}
+
+#[test]
+fn pip_extras_in_a_conda_env_take_condas_packages_as_installed() {
+    let ch = tempdir();
+    add_packages(ch.path(), FORGE_EXTRAS);
+    let server = Server::start(ch.path());
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    add_wheels(
+        idx.path(),
+        r#"[{"name": "faiss-like", "version": "1.9.0", "requires": ["libfaiss-wheel"]},
+            {"name": "libfaiss-wheel", "version": "1.0"},
+            {"name": "uses-faiss", "version": "1.0", "requires": ["faiss-like>=1.9"]}]"#,
+    );
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &pip_in_conda_spec(
+            idx.path(),
+            "linux-64",
+            "driver = \"580.95.05\"\ngpus = [\"H200\"]",
+        ),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock = read_lock(work.path());
+    let got: Vec<(&str, &str)> = lock
+        .closure
+        .iter()
+        .map(|p| (p.kind.as_str(), p.name.as_str()))
+        .collect();
+    // numpy-like and faiss-like are conda's: pip takes them as installed (torch's numpy-like
+    // at conda's 1.0.5, which the index does not even have, not PyPI's 1.2), installs neither
+    // again, and does not pull libfaiss-wheel, which only PyPI's faiss-like needs.
+    assert_eq!(
+        got,
+        [
+            ("conda", "faiss-like"),
+            ("conda", "numpy-like"),
+            ("conda", "pip"),
+            ("conda", "python"),
+            ("pip", "einops-like"),
+            ("pip", "nvidia-x"),
+            ("pip", "torch"),
+            ("pip", "uses-faiss"),
+        ]
+    );
+    assert_eq!(entry(&conda_of(work.path()), "numpy-like").0, "1.0.5");
+    let c = conda_of(work.path());
+    assert_eq!(entry(&c, "faiss-like").1, "cuda_h0_0", "a CUDA target");
+    assert_eq!(lock.packages["einops-like"], "0.9.0");
+    assert_eq!(lock.packages["faiss-like"], "1.9.0");
+    let nvidia = lock.closure.iter().find(|p| p.name == "nvidia-x").unwrap();
+    assert_eq!(
+        nvidia.version, "1.0",
+        "glibc 2.28 holds for the pip part too"
+    );
+}
+
+/// The solver itself: the same specs and channels with and without `__cuda` (a CPU target has
+/// none): the CUDA build only when the target offers CUDA, though it is preferred otherwise.
+#[test]
+fn the_cuda_build_needs_cuda_in_the_targets_virtual_packages() {
+    use envbuild::core::closure::conda::{virtual_packages, CondaInputs};
+    use envbuild::core::spec::Platform;
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let glibc = envbuild::core::version::Version::parse("2.28").unwrap();
+    let inputs = |cuda: Option<&str>| CondaInputs {
+        specs: ["python=3.11", "pytorch::pytorch==2.5.1", "mkl==2024.0.0"]
+            .map(String::from)
+            .to_vec(),
+        channels: ["pytorch", "nvidia", "conda-forge"]
+            .map(|c| format!("{}/{c}", server.url))
+            .to_vec(),
+        subdirs: vec!["linux-64".into(), "noarch".into()],
+        virtual_packages: virtual_packages(Platform::Linux64, &glibc, cuda),
+    };
+    let build = |cuda: Option<&str>| {
+        let solved =
+            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[]).unwrap();
+        let torch = solved.iter().find(|s| s.name == "pytorch").unwrap();
+        (
+            torch.build.clone(),
+            solved.iter().any(|s| s.name == "cuda-cudart"),
+        )
+    };
+    assert_eq!(
+        build(Some("12.4")),
+        ("py3.11_cuda12.4_cudnn9.1.0_0".to_string(), true)
+    );
+    assert_eq!(build(None), ("py3.11_cpu_0".to_string(), false));
+}
