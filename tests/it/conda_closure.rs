@@ -155,6 +155,31 @@ fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {
         .iter()
         .any(|p| p.name == "pytorch-cuda" && p.subdir.as_deref() == Some("noarch")));
 
+    // The solved closure renders to an explicit file holding every conda entry by URL and md5,
+    // and no pip requirements (this closure has no pip part).
+    let out = envbuild()
+        .current_dir(work.path())
+        .env("ENVBUILD_CONDA_CHANNEL_ALIAS", &server.url)
+        .args(["render", "envbuild.toml", "--out", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let explicit = fs::read_to_string(work.path().join("r/conda-linux-64.txt")).unwrap();
+    let mut lines: Vec<&str> = explicit
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with('@') && !l.is_empty())
+        .collect();
+    lines.sort_unstable();
+    let mut want: Vec<String> = lock
+        .closure
+        .iter()
+        .map(|p| format!("{}#{}", p.url, p.md5.as_deref().unwrap()))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(lines, want, "{explicit}");
+    assert!(explicit.contains("@EXPLICIT"), "{explicit}");
+    assert!(!work.path().join("r/requirements.txt").exists());
+
     // A glibc 2.36 target takes the newer Python.
     write(
         work.path(),

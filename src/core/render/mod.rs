@@ -326,21 +326,6 @@ struct Ctx {
     label_variant: &'static str,
 }
 
-/// The lock with only the pip entries of its closure: a conda closure's own entries never go
-/// to pip's lists (the conda explicit file installs them).
-fn pip_closure_only(lock: &Lock) -> Lock {
-    let closure = lock
-        .closure
-        .iter()
-        .filter(|p| p.kind == "pip")
-        .cloned()
-        .collect();
-    Lock {
-        closure,
-        ..lock.clone()
-    }
-}
-
 impl Ctx {
     fn from_lock(lock: &Lock) -> Result<Ctx, Failure> {
         let lock_hash = lock
@@ -348,7 +333,6 @@ impl Ctx {
             .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
         let is_conda = lock.image.base_kind == BaseKind::Conda;
         let python = lock.packages.get("python").cloned().unwrap_or_default();
-        let lock = &pip_closure_only(lock);
 
         let conda_closure = conda::conda_pkgs(lock).next().is_some();
         let conda_deps = environment_conda_deps(lock, &python);
