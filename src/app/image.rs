@@ -715,10 +715,10 @@ mod tests {
         assert_eq!(e.diagnostics[0].code, codes::CA_BUNDLE_INVALID);
     }
 
-    /// A conda closure's Dockerfile copies the slot into its throwaway install stage, so the
-    /// conda build gets the bundle too (issue 13 item 8 had left conda images without it).
+    /// A conda Dockerfile (closure or not) copies the slot into its throwaway install stage, so
+    /// the conda build gets the bundle too (issue 13 item 8 had left conda images without it).
     #[test]
-    fn a_conda_closure_image_gets_the_ca_bundle() {
+    fn a_conda_image_gets_the_ca_bundle() {
         let text = include_str!("../../tests/fixtures/conda-closure/envbuild.lock");
         let lock = Lock::from_toml(text).expect("lock");
         let dir = tempfile::tempdir().unwrap();
@@ -732,11 +732,12 @@ mod tests {
         let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
         assert!(origin.starts_with("REQUESTS_CA_BUNDLE"), "{origin}");
         assert_eq!(r.files[slot], pem.as_bytes());
-        // A conda lock without a closure still solves in its base stage, with no slot.
+        // A conda lock without a closure solves in the same throwaway stage, with the bundle.
         let plain = include_str!("../../specs/conda-forge-torch210/envbuild.lock");
         let plain = Lock::from_toml(plain).expect("lock");
         let mut r = rendered_image(&plain, &["runtime".into()], None, &spec).unwrap();
-        assert_eq!(add_ca_bundle(&mut r, &plain, &spec, env).unwrap(), None);
+        assert!(add_ca_bundle(&mut r, &plain, &spec, env).unwrap().is_some());
+        assert_eq!(r.files[slot], pem.as_bytes());
     }
 
     #[test]

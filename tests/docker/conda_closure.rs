@@ -18,21 +18,41 @@ use std::path::Path;
 
 /// The tests in this file, for the harness (tests/docker/main.rs).
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    trials![a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named]
+    trials![
+        a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named,
+        a_conda_solve_gets_the_ca_in_its_throwaway_stage_and_keeps_no_trace
+    ]
 }
 
-/// TEST FIXTURE: a stand-in for `conda create --yes --quiet --prefix P --file EXPLICIT`.
+/// TEST FIXTURE: a stand-in for `conda create --yes --quiet --prefix P --file EXPLICIT` and
+/// `conda env create --prefix P --file ENVIRONMENT_YML`.
 const STAND_IN_CONDA: &str = r##"#!/usr/bin/python3
 # TEST FIXTURE: a stand-in for conda (envbuild's Docker tests): `create --prefix P --file F`
-# with an explicit file only. It downloads nothing; it writes one conda-meta record per line.
+# with an explicit file, or `env create --prefix P --file F` with an environment file. It
+# downloads and solves nothing; it writes one conda-meta record per line.
 import json, os, subprocess, sys
 args = sys.argv[1:]
-if args[:1] != ["create"] or "--prefix" not in args or "--file" not in args:
-    sys.exit("stand-in conda: only `create --prefix P --file EXPLICIT` is supported: %r" % args)
+if args[:1] not in (["create"], ["env"]) or "--prefix" not in args or "--file" not in args:
+    sys.exit("stand-in conda: only `[env] create --prefix P --file F` is supported: %r" % args)
 prefix, explicit = args[args.index("--prefix") + 1], args[args.index("--file") + 1]
 ca = os.environ.get("CONDA_SSL_VERIFY", "")
 if not (ca and os.path.isfile(ca) and "BEGIN CERTIFICATE" in open(ca).read()):
     sys.exit("stand-in conda: CERTIFICATE_VERIFY_FAILED (CONDA_SSL_VERIFY names no CA bundle)")
+if args[:2] == ["env", "create"]:
+    # The environment file's conda dependencies (`- name=version...`, quoted), one record each.
+    subprocess.check_call([sys.executable, "-m", "venv", "--without-pip", prefix])
+    os.makedirs(os.path.join(prefix, "conda-meta"))
+    for line in open(explicit):
+        item = line.strip()
+        if not item.startswith("- ") or item.endswith(":"):
+            continue
+        item = item[2:].strip().strip("'\"").split("::")[-1]
+        name = item.replace("==", "=").split("=")[0]
+        if line.startswith("      ") or not name:
+            continue  # the pip: section
+        with open(os.path.join(prefix, "conda-meta", "%s-0-0.json" % name), "w") as f:
+            json.dump({"name": name, "version": "0", "build": "0", "files": []}, f)
+    sys.exit(0)
 lines = [l.strip() for l in open(explicit) if l.strip() and not l.lstrip().startswith("#")]
 if not lines or lines[0] != "@EXPLICIT":
     sys.exit("stand-in conda: %s is not an explicit file" % explicit)
@@ -131,6 +151,109 @@ fn closure_check(image: &str, lock: &Path) -> (String, String, String) {
     (s("status"), s("code"), s("detail"))
 }
 
+/// The Debian test base with the stand-in `conda` on its PATH.
+fn stand_in_base(d: &crate::engine_support::Docker) -> String {
+    let debian = crate::engine_support::debian_python_image(d);
+    let files = BTreeMap::from([("conda".to_string(), STAND_IN_CONDA.as_bytes().to_vec())]);
+    build(
+        d,
+        "envbuild-test/conda-stand-in",
+        &format!(
+            "FROM {debian}\nCOPY conda /usr/local/bin/conda\nRUN chmod 755 /usr/local/bin/conda\n"
+        ),
+        "",
+        files,
+        None,
+    )
+    .unwrap_or_else(|e| panic!("the stand-in base: {e}"))
+}
+
+/// A conda lock without a closure (conda solves environment.yml at build time) gets the
+/// network's CA bundle in its throwaway install stage too, and no trace of it ships. The
+/// committed conda-forge example on the stand-in base: the build fails without the bundle.
+fn a_conda_solve_gets_the_ca_in_its_throwaway_stage_and_keeps_no_trace() {
+    let test = "a_conda_solve_gets_the_ca_in_its_throwaway_stage_and_keeps_no_trace";
+    let Some(d) = crate::engine_support::engine(test) else {
+        return;
+    };
+    if !Path::new(HOST_CA).is_file() {
+        crate::engine_support::skip_or_fail(test, &format!("no CA bundle at {HOST_CA}"));
+        return;
+    }
+    let base = stand_in_base(&d);
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/conda-forge-torch210/envbuild.lock"),
+    )
+    .unwrap();
+    let mut lock = Lock::from_toml(&text).unwrap();
+    lock.name = format!("conda-solve-{}", envbuild::infra::docker::new_run_id());
+    lock.image.base = base;
+    lock.image.variants = vec![Variant::Runtime];
+    assert!(lock.closure.is_empty(), "the example has no closure");
+    let work = crate::support::tempdir();
+    let spec = work.path().join("envbuild.toml");
+    let marker = format!(
+        "envbuild-conda-ca-marker-{}",
+        envbuild::infra::docker::new_run_id()
+    );
+    let ca = work.path().join("host-ca.pem");
+    let mut bundle = std::fs::read(HOST_CA).unwrap();
+    bundle.extend(format!("# {marker}\n").as_bytes());
+    std::fs::write(&ca, &bundle).unwrap();
+    let ca = ca.to_string_lossy().into_owned();
+    // The classic form (this file's `build` uses the classic builder); the BuildKit form's
+    // bind mount is checked by the render tests.
+    let dockerfile = "Dockerfile";
+    {
+        let render = |with_ca: bool| {
+            let mut r =
+                envbuild::app::image::rendered_image(&lock, &["runtime".into()], None, &spec)
+                    .unwrap();
+            let get = |k: &str| (with_ca && k == "SSL_CERT_FILE").then(|| ca.clone());
+            let origin = envbuild::app::image::add_ca_bundle(&mut r, &lock, &spec, get).unwrap();
+            assert_eq!(origin.is_some(), with_ca);
+            let text = String::from_utf8(r.files[dockerfile].clone()).unwrap();
+            (text, r.files)
+        };
+        let (text, files) = render(false);
+        assert!(
+            text.contains("conda-env.sh solve /tmp/envbuild/environment.yml"),
+            "{text}"
+        );
+        let err = build(
+            &d,
+            "envbuild-test/conda-solve",
+            &text,
+            "runtime",
+            files,
+            Some(lock.hash().unwrap()),
+        )
+        .expect_err("built without a CA bundle");
+        assert!(err.contains("CERTIFICATE_VERIFY_FAILED"), "{err}");
+        let (text, files) = render(true);
+        let tag = build(
+            &d,
+            "envbuild-test/conda-solve",
+            &text,
+            "runtime",
+            files,
+            Some(lock.hash().unwrap()),
+        )
+        .unwrap_or_else(|e| panic!("the conda solve image: {e}"));
+        let seen = everything_visible_in(&tag);
+        assert!(
+            contains(&seen, "pytorch-0-0.json"),
+            "the environment is in {tag}"
+        );
+        assert!(
+            !contains(&seen, &marker),
+            "the CA bundle is visible in {tag}"
+        );
+        assert!(!contains(&seen, "envbuild/ca-bundle.pem"), "{tag}");
+        assert!(!contains(&seen, "CONDA_SSL_VERIFY="), "{tag}");
+    }
+}
+
 fn a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named() {
     let test = "a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named";
     let Some(d) = crate::engine_support::engine(test) else {
@@ -143,19 +266,7 @@ fn a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named() {
         crate::engine_support::skip_or_fail(test, &format!("no CA bundle at {HOST_CA}"));
         return;
     }
-    let debian = crate::engine_support::debian_python_image(&d);
-    let files = BTreeMap::from([("conda".to_string(), STAND_IN_CONDA.as_bytes().to_vec())]);
-    let base = build(
-        &d,
-        "envbuild-test/conda-stand-in",
-        &format!(
-            "FROM {debian}\nCOPY conda /usr/local/bin/conda\nRUN chmod 755 /usr/local/bin/conda\n"
-        ),
-        "",
-        files,
-        None,
-    )
-    .unwrap_or_else(|e| panic!("the stand-in base: {e}"));
+    let base = stand_in_base(&d);
 
     // The fixture closure on the stand-in base, runtime only, with a real pip part.
     let text =

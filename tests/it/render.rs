@@ -106,6 +106,7 @@ fn every_file_starts_with_the_generator_and_all_but_requirements_with_the_lock_h
             if [
                 "requirements.txt",
                 "envbuild/python-env.sh",
+                "envbuild/conda-env.sh",
                 "envbuild/ca-bundle.pem",
             ]
             .contains(&path.as_str())
@@ -293,13 +294,11 @@ fn every_dockerfile_is_well_formed_pinned_and_non_root() {
         let text = r.text("Dockerfile").expect("Dockerfile");
         let stages = check_dockerfile(text, &r, &lock);
         let conda = lock.image.base_kind == BaseKind::Conda;
-        // Wheel images install in a throwaway `install` stage (the CA bundle stays there) and
-        // the base stage copies out only the venv; conda images install in `base` itself.
-        let install = if conda { "base" } else { "install" };
-        assert_eq!(stages[0].name, install, "{dir}");
+        // Every image installs in a throwaway `install` stage (the CA bundle stays there) and
+        // the base stage copies out only the environment.
+        assert_eq!(stages[0].name, "install", "{dir}");
         let base = stages.iter().find(|s| s.name == "base").expect("base");
-        // Layer order: the environment file is copied alone, then installed by the next RUN;
-        // in a conda image that RUN also cleans up (the layer ships).
+        // Layer order: the environment file is copied alone, then installed by the next RUN.
         let inst = &stages[0];
         let copy = inst
             .instrs
@@ -319,32 +318,35 @@ fn every_dockerfile_is_well_formed_pinned_and_non_root() {
             .iter()
             .find(|(i, _)| i == "RUN")
             .expect("the install RUN");
-        if conda {
-            assert_eq!(inst.instrs[copy + 1].0, "RUN", "{dir}");
-            assert!(run_args.contains("conda clean --all"), "{dir}");
+        let prefix = if conda {
             assert!(
-                run_args.contains("rm -rf /tmp/envbuild"),
-                "{dir}: no cleanup in the install layer"
-            );
-            assert!(!text.contains("ca-bundle.pem"), "{dir}");
-        } else {
-            assert!(run_args.contains("--no-cache-dir"), "{dir}");
-            // Only the install stage sees the CA bundle, and no target builds on that stage.
-            let copies: Vec<&str> = base
-                .instrs
-                .iter()
-                .filter(|(i, _)| i == "COPY")
-                .map(|(_, a)| a.as_str())
-                .collect();
-            assert_eq!(copies, ["--from=install /opt/venv /opt/venv"], "{dir}");
-            assert!(
-                env_of(base).contains("PATH=\"/opt/venv/bin:${PATH}\""),
+                run_args.contains("conda-env.sh solve /tmp/envbuild/environment.yml"),
                 "{dir}"
             );
-            let ca_lines = text.lines().filter(|l| l.contains("ca-bundle.pem"));
-            assert_eq!(ca_lines.count(), 1, "{dir}: one COPY of the CA bundle");
-            assert!(!text.contains("FROM install"), "{dir}");
-        }
+            "/opt/conda/envs/envbuild"
+        } else {
+            assert!(run_args.contains("--no-cache-dir"), "{dir}");
+            "/opt/venv"
+        };
+        // Only the install stage sees the CA bundle, and no target builds on that stage.
+        let copies: Vec<&str> = base
+            .instrs
+            .iter()
+            .filter(|(i, _)| i == "COPY")
+            .map(|(_, a)| a.as_str())
+            .collect();
+        assert_eq!(
+            copies,
+            [format!("--from=install {prefix} {prefix}")],
+            "{dir}"
+        );
+        assert!(
+            env_of(base).contains(&format!("PATH=\"{prefix}/bin:${{PATH}}\"")),
+            "{dir}"
+        );
+        let ca_lines = text.lines().filter(|l| l.contains("ca-bundle.pem"));
+        assert_eq!(ca_lines.count(), 1, "{dir}: one COPY of the CA bundle");
+        assert!(!text.contains("FROM install"), "{dir}");
         assert!(
             !text.contains("python -m"),
             "{dir}: `python` is not on every base"
@@ -944,6 +946,8 @@ fn cli_renders_a_spec_and_a_lock_to_the_same_files() {
         "Dockerfile",
         "Dockerfile.buildkit",
         "environment.yml",
+        "envbuild/ca-bundle.pem",
+        "envbuild/conda-env.sh",
         "envbuild/dev-entrypoint.sh",
         "envbuild/envbuild_smoke.py",
         "envbuild/expect.json",
@@ -1316,7 +1320,8 @@ fn cli_pip_locations_reach_every_file_that_installs_pip_packages() {
                     .unwrap()
                     < copy
             );
-            df.find("conda env create").unwrap()
+            df.find("conda-env.sh solve /tmp/envbuild/environment.yml")
+                .unwrap()
         } else {
             let req = read("requirements.txt");
             let lines: Vec<&str> = req.lines().filter(|l| !l.starts_with('#')).collect();

@@ -209,13 +209,25 @@ fn the_dockerfile_installs_the_explicit_file_in_a_throwaway_stage() {
         // No solve anywhere: no environment file install, no virtual-package override.
         assert!(!text.contains("conda env create"), "{name}");
         assert!(!text.contains("CONDA_OVERRIDE_CUDA="), "{name}");
-        // The CA bundle is copied once, into the install stage, and no target builds on it.
+        // The CA bundle reaches the install stage once and no target builds on it: copied into
+        // the classic builder's stage, bind-mounted (in no layer at all) with BuildKit.
         let ca: Vec<&(String, String)> = install
             .instrs
             .iter()
             .filter(|(i, a)| i == "COPY" && a.contains("ca-bundle.pem"))
             .collect();
-        assert_eq!(ca.len(), 1, "{name}");
+        let bind = run[0].contains(
+            "--mount=type=bind,source=envbuild/ca-bundle.pem,target=/tmp/envbuild/ca-bundle.pem",
+        );
+        assert_eq!(
+            (ca.len(), bind),
+            if name == "Dockerfile" {
+                (1, false)
+            } else {
+                (0, true)
+            },
+            "{name}"
+        );
         let ca_lines = text.lines().filter(|l| l.contains("ca-bundle.pem")).count();
         assert_eq!(ca_lines, 1, "{name}");
         assert!(!text.contains("FROM install"), "{name}");

@@ -179,12 +179,15 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
         put("python-env.sh.j2", PYTHON_ENV_SCRIPT)?;
         put("ca-bundle.pem.j2", CA_BUNDLE_FILE)?;
     }
+    if is_conda {
+        // The install stage's script and CA slot, with or without a closure.
+        put("conda-env.sh.j2", CONDA_ENV_SCRIPT)?;
+        put("ca-bundle.pem.j2", CA_BUNDLE_FILE)?;
+    }
     if conda_closure {
         // The explicit file is what the image installs (no solve); requirements.txt and
         // pylock.toml carry the pip part, and exist only when there is one.
         put("conda-explicit.txt.j2", &explicit_file)?;
-        put("conda-env.sh.j2", CONDA_ENV_SCRIPT)?;
-        put("ca-bundle.pem.j2", CA_BUNDLE_FILE)?;
         if has_pip {
             put("requirements.txt.j2", "requirements.txt")?;
         }
