@@ -215,7 +215,14 @@ fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_ke
         let mut cmd = envbuild();
         cmd.arg("image")
             .arg(&spec)
-            .args(["--gpus", "none", "--update-lock", "--json", "--variant", "all"])
+            .args([
+                "--gpus",
+                "none",
+                "--update-lock",
+                "--json",
+                "--variant",
+                "all",
+            ])
             .env("ENVBUILD_CACHE_DIR", cache.path())
             .env("HTTP_PROXY", &proxy)
             .env("NO_PROXY", &no_proxy);

@@ -415,7 +415,11 @@ fn a_lock_change_outside_the_closure_reuses_the_install_layer() {
     let cached = |err: &str| crate::cache::step_cached(err, "runtime", pip_step);
     assert_eq!(cached(&err1), Some(false), "{err1}");
     assert!(err1.contains("Successfully installed"), "{err1}");
-    assert_eq!(cached(&err2), Some(true), "the closure was installed again:\n{err2}");
+    assert_eq!(
+        cached(&err2),
+        Some(true),
+        "the closure was installed again:\n{err2}"
+    );
     assert!(!err2.contains("Successfully installed"), "{err2}");
     eprintln!(
         "figures: closure image, cold build {:.1} s; after a driver change (new lock, same \
