@@ -241,7 +241,7 @@ fn render_files(
 }
 
 /// Put the network's CA bundle into the rendered files' slot for it (`envbuild/ca-bundle.pem`,
-/// which only the Dockerfile's throwaway `install` stage copies): the spec's `[image] ca-bundle`
+/// which only the Dockerfile's throwaway `install` and `dev-install` stages read): the spec's `[image] ca-bundle`
 /// (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
 /// `SSL_CERT_FILE` that `get` finds. Returns where the bundle was named, `None` when no bundle
 /// is named or the rendered files have no slot for one (a conda image, a `--templates`
@@ -906,6 +906,64 @@ mod tests {
         let mut r = fresh(&lock);
         let e = add_ca_bundle(&mut r, &lock, &spec, env).unwrap_err();
         assert_eq!(e.diagnostics[0].code, codes::CA_BUNDLE_INVALID);
+    }
+
+    /// With `--push`, a wheel image's builds read `VARIANT-cache` then `install-cache` (after
+    /// the explicit sources, once each); a conda image, with no `install` stage, only the
+    /// former; without `--push`, only `--cache-from`.
+    #[test]
+    fn push_reads_the_install_cache_only_where_there_is_an_install_stage() {
+        let lock_of = |spec: &str| {
+            let path = format!("{}/specs/{spec}/envbuild.lock", env!("CARGO_MANIFEST_DIR"));
+            Lock::from_toml(&std::fs::read_to_string(path).unwrap()).expect("lock")
+        };
+        let spec = Path::new("envbuild.toml");
+        let wheel = rendered_image(&lock_of("torch29-cu128"), &[], None, spec).unwrap();
+        let conda = rendered_image(&lock_of("conda-forge-torch210"), &[], None, spec).unwrap();
+        assert!(has_install_stage(&wheel));
+        assert!(!has_install_stage(&conda));
+        let repo = Repository::parse("127.0.0.1:5000/team/envs").unwrap();
+        let mut opts = ImageOptions {
+            variants: vec!["runtime".into()],
+            tags: vec![],
+            rebuild: false,
+            retest: false,
+            smoke: SmokeSettings {
+                gpus: false,
+                timeout: Duration::from_secs(1),
+                shm_bytes: 0,
+                run_id: "unit".into(),
+            },
+            cache_dir: None,
+            pull: Default::default(),
+            push: Some(repo),
+            cache_from: vec!["127.0.0.1:5000/team/envs:install-cache".into()],
+            build_args: BTreeMap::new(),
+        };
+        let from = |r: &RenderedImage, o: &ImageOptions| build_request(r, o, "dev").cache.from;
+        assert_eq!(
+            from(&wheel, &opts),
+            [
+                "127.0.0.1:5000/team/envs:install-cache",
+                "127.0.0.1:5000/team/envs:dev-cache"
+            ]
+        );
+        opts.cache_from.clear();
+        assert_eq!(
+            from(&wheel, &opts),
+            [
+                "127.0.0.1:5000/team/envs:dev-cache",
+                "127.0.0.1:5000/team/envs:install-cache"
+            ]
+        );
+        assert_eq!(from(&conda, &opts), ["127.0.0.1:5000/team/envs:dev-cache"]);
+        assert!(build_request(&conda, &opts, "dev").cache.inline);
+        opts.push = None;
+        assert!(from(&wheel, &opts).is_empty());
+        assert_eq!(
+            crate::core::registry::INSTALL_CACHE_TAG,
+            crate::core::registry::cache_tag(INSTALL_STAGE)
+        );
     }
 
     #[test]
