@@ -241,8 +241,8 @@ fn render_files(
 }
 
 /// Put the network's CA bundle into the rendered files' slot for it (`envbuild/ca-bundle.pem`,
-/// which only the Dockerfile's throwaway `install` and `dev-install` stages read): the spec's `[image] ca-bundle`
-/// (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
+/// which only the Dockerfile's throwaway `install` and `dev-install` stages read): the spec's
+/// `[image] ca-bundle` (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
 /// `SSL_CERT_FILE` that `get` finds. Returns where the bundle was named, `None` when no bundle
 /// is named or the rendered files have no slot for one (a conda image, a `--templates`
 /// Dockerfile that does not copy it: the bundle is then not sent at all).
@@ -608,11 +608,13 @@ async fn push_passed(
 
 /// The wheel path's `install` stage as a registry build cache of its own. BuildKit's inline
 /// cache holds only the layers of the image it is stored in, and no variant's image holds this
-/// stage's (the pip install, the heaviest step): without it, a fresh machine that reads
-/// `VARIANT-cache` still reinstalls the environment. So, after proof, the stage is built as an
-/// image (every step answered by the variant builds just made) with an inline cache, pushed as
-/// `REGISTRY/REPO:install-cache` and untagged here again; the next build reads it through
-/// `cachefrom` ([`registry_cache`]).
+/// stage's (the pip install, the heaviest step). `VARIANT-cache` still answers
+/// `COPY --from=install` when nothing before it changed, but when something did (a new base
+/// stage, a `--templates` edit) or the variant has no cache yet, a fresh machine needs the
+/// stage's result and would install the environment again. So, after proof, the stage is built
+/// as an image (every step answered by the variant builds just made) with an inline cache,
+/// pushed as `REGISTRY/REPO:install-cache` and untagged here again; the next build reads it
+/// through `cachefrom` ([`registry_cache`]).
 struct InstallCache<'a> {
     engine: &'a Engine,
     rendered: &'a RenderedImage,
