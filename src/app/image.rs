@@ -113,6 +113,12 @@ pub enum ImageEvent<'a> {
     Pushed { published: &'a Published },
     /// `variant` failed its smoke test and is not pushed.
     NotPushed { variant: &'a str },
+    /// The `install` stage went to the registry as the build cache `reference` (`Ok`: its
+    /// digest), or did not (`Err`: why; only a later build's cache is lost).
+    InstallCache {
+        reference: &'a str,
+        result: Result<&'a str, &'a str>,
+    },
 }
 
 /// What [`build_and_test`] did.
@@ -235,11 +241,11 @@ fn render_files(
 }
 
 /// Put the network's CA bundle into the rendered files' slot for it (`envbuild/ca-bundle.pem`,
-/// which only the Dockerfile's throwaway `install` stage copies): the spec's `[image] ca-bundle`
-/// (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
+/// which only the Dockerfile's throwaway `install` and `dev-install` stages read): the spec's
+/// `[image] ca-bundle` (relative to the spec's folder), else the first of `PIP_CERT`, `REQUESTS_CA_BUNDLE`,
 /// `SSL_CERT_FILE` that `get` finds. Returns where the bundle was named, `None` when no bundle
-/// is named or the rendered files have no slot for one (a conda lock without a closure, a `--templates`
-/// Dockerfile that does not copy it: the bundle is then not sent at all).
+/// is named or the rendered files have no slot for one (a `--templates` Dockerfile that does
+/// not copy it: the bundle is then not sent at all).
 pub fn add_ca_bundle(
     rendered: &mut RenderedImage,
     lock: &Lock,
@@ -293,14 +299,19 @@ pub fn run(
 }
 
 /// The registry caches a build reads (the explicit ones, then `--push`'s moving
-/// `VARIANT-cache` tag) and whether it writes one: with `--push`, the image carries BuildKit's
-/// inline cache so that the next build on any machine can reuse its layers.
-fn registry_cache(opts: &ImageOptions, variant: &str) -> RegistryCache {
+/// `VARIANT-cache` tag, then `install-cache` when the Dockerfile has an `install` stage) and
+/// whether it writes one: with `--push`, the image carries BuildKit's inline cache so that the
+/// next build on any machine can reuse its layers.
+fn registry_cache(opts: &ImageOptions, variant: &str, install_stage: bool) -> RegistryCache {
     let mut from = opts.cache_from.clone();
     if let Some(repo) = &opts.push {
         let own = repo.tagged(&crate::core::registry::cache_tag(variant));
-        if !from.contains(&own) {
-            from.push(own);
+        let install = repo.tagged(crate::core::registry::INSTALL_CACHE_TAG);
+        let wanted = std::iter::once(own).chain(install_stage.then_some(install));
+        for source in wanted {
+            if !from.contains(&source) {
+                from.push(source);
+            }
         }
     }
     RegistryCache {
@@ -337,6 +348,35 @@ async fn present_caches(
     cache
 }
 
+/// The Dockerfile stage the wheel path installs the environment in; no variant's image holds
+/// its layers.
+const INSTALL_STAGE: &str = "install";
+
+/// Whether the Dockerfile BuildKit builds (its BuildKit form when rendered) has a stage named
+/// [`INSTALL_STAGE`]: the wheel path's does; the conda path's and a `--templates` override's
+/// may not.
+fn has_install_stage(rendered: &RenderedImage) -> bool {
+    let bk = format!(
+        "{}{}",
+        rendered.dockerfile,
+        crate::core::render::BUILDKIT_SUFFIX
+    );
+    let Some(text) = rendered
+        .files
+        .get(&bk)
+        .or_else(|| rendered.files.get(&rendered.dockerfile))
+    else {
+        return false;
+    };
+    String::from_utf8_lossy(text).lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.len() == 4
+            && w[0].eq_ignore_ascii_case("FROM")
+            && w[2].eq_ignore_ascii_case("AS")
+            && w[3].eq_ignore_ascii_case(INSTALL_STAGE)
+    })
+}
+
 fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -> BuildRequest {
     // The rendered Dockerfile sets the OCI labels itself; envbuild's own are added by `build`
     // only where a Dockerfile lacks them.
@@ -365,7 +405,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         extra_labels,
         rebuild: opts.rebuild,
         build_args: opts.build_args.clone(),
-        cache: registry_cache(opts, variant),
+        cache: registry_cache(opts, variant, has_install_stage(rendered)),
     }
 }
 
@@ -439,7 +479,7 @@ pub async fn build_and_test(
     let published = match &opts.push {
         Some(repo) => {
             let lock = &rendered.lock_hash;
-            push_passed(
+            let published = push_passed(
                 engine,
                 repo,
                 (&builds, &smokes),
@@ -448,7 +488,19 @@ pub async fn build_and_test(
                 creds.as_ref(),
                 on_event,
             )
-            .await?
+            .await?;
+            if !published.is_empty() && has_install_stage(rendered) {
+                let cache = InstallCache {
+                    engine,
+                    rendered,
+                    opts,
+                    repo,
+                    creds: creds.as_ref(),
+                    creds_for: &creds_for,
+                };
+                cache.push(interrupt.clone(), on_event).await?;
+            }
+            published
         }
         None => Vec::new(),
     };
@@ -552,6 +604,149 @@ async fn push_passed(
         published.push(p);
     }
     Ok(published)
+}
+
+/// The wheel path's `install` stage as a registry build cache of its own. BuildKit's inline
+/// cache holds only the layers of the image it is stored in, and no variant's image holds this
+/// stage's (the pip install, the heaviest step). `VARIANT-cache` still answers
+/// `COPY --from=install` when nothing before it changed, but when something did (a new base
+/// stage, a `--templates` edit) or the variant has no cache yet, a fresh machine needs the
+/// stage's result and would install the environment again. So, after proof, the stage is built
+/// as an image (every step answered by the variant builds just made) with an inline cache,
+/// pushed as `REGISTRY/REPO:install-cache` and untagged here again; the next build reads it
+/// through `cachefrom` ([`registry_cache`]).
+struct InstallCache<'a> {
+    engine: &'a Engine,
+    rendered: &'a RenderedImage,
+    opts: &'a ImageOptions,
+    repo: &'a Repository,
+    creds: Option<&'a Credentials>,
+    creds_for: &'a crate::infra::docker::build::CredsFor<'a>,
+}
+
+impl InstallCache<'_> {
+    /// Build and push it, saying so. `Err` only for an interruption: any other failure is said
+    /// and costs only a later build's cache (the images and verdicts are pushed already).
+    async fn push(
+        &self,
+        interrupt: Interrupt,
+        on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+    ) -> Result<(), Failure> {
+        let reference = self.repo.tagged(crate::core::registry::INSTALL_CACHE_TAG);
+        let result = tokio::select! {
+            r = self.build_and_push(on_event) => r,
+            _ = interrupt => Err(drun::interrupted("the install cache build")),
+        };
+        let interrupted = |f: &Failure| f.diagnostics.iter().any(|d| d.code == codes::INTERRUPTED);
+        match &result {
+            Err(f) if interrupted(f) => return Err(f.clone()),
+            Ok(Some(digest)) => on_event(ImageEvent::InstallCache {
+                reference: &reference,
+                result: Ok(digest),
+            }),
+            Ok(None) => on_event(ImageEvent::InstallCache {
+                reference: &reference,
+                result: Err("the legacy builder stores no inline cache"),
+            }),
+            Err(f) => {
+                let why = f.to_string();
+                on_event(ImageEvent::InstallCache {
+                    reference: &reference,
+                    result: Err(why.trim()),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// The pushed digest; `None` when the legacy builder built the stage (no inline cache, so
+    /// nothing worth pushing).
+    async fn build_and_push(
+        &self,
+        on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+    ) -> Result<Option<String>, Failure> {
+        let variant = INSTALL_STAGE;
+        let mut req = build_request(self.rendered, self.opts, variant);
+        req.extra_tags.clear();
+        // Built every time with --push: an image of this stage left from a run without an
+        // inline cache would carry none.
+        req.rebuild = true;
+        // The Dockerfile sets envbuild's labels in `runtime` only; this stage would carry the
+        // base's, so they go at its end (after the install: no cache key changes).
+        let labels = req.labels();
+        for text in req
+            .files
+            .iter_mut()
+            .filter_map(|(name, text)| name.starts_with(&self.rendered.dockerfile).then_some(text))
+        {
+            let df = String::from_utf8_lossy(text).into_owned();
+            *text = crate::infra::docker::context::label_target_stage(&df, variant, &labels)
+                .into_bytes();
+        }
+        req.cache = present_caches(self.engine, req.cache, self.creds_for).await;
+        on_event(ImageEvent::BuildStarted { variant });
+        let mut buildkit = false;
+        let outcome = {
+            let mut on_build = |event: BuildEvent| {
+                if let BuildEvent::Builder(b) = &event {
+                    buildkit = b.starts_with("BuildKit");
+                }
+                on_event(ImageEvent::Build { variant, event })
+            };
+            build_pulling(
+                self.engine,
+                &req,
+                self.opts.pull,
+                self.creds_for,
+                &mut on_build,
+            )
+            .await
+        };
+        on_event(ImageEvent::BuildFinished {
+            variant,
+            outcome: outcome.as_ref().ok(),
+        });
+        let outcome = outcome?;
+        let local = outcome.tags[0].clone();
+        let pushed = match buildkit {
+            true => self.push_image(&outcome.image_id, on_event).await.map(Some),
+            false => Ok(None),
+        };
+        // No image is kept of this stage (its layers stay in the build cache).
+        let removed = crate::infra::docker::registry::untag(self.engine, &local).await;
+        let pushed = pushed?;
+        removed?;
+        Ok(pushed)
+    }
+
+    /// Tag `image_id` as `REGISTRY/REPO:install-cache`, push it and remove that tag here.
+    async fn push_image(
+        &self,
+        image_id: &str,
+        on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+    ) -> Result<String, Failure> {
+        use crate::infra::docker::registry as reg;
+        let tag = crate::core::registry::INSTALL_CACHE_TAG;
+        reg::tag(self.engine, image_id, &self.repo.name, tag).await?;
+        let mut on_progress = |progress| {
+            on_event(ImageEvent::Push {
+                variant: INSTALL_STAGE,
+                progress,
+            })
+        };
+        let pushed = reg::push(
+            self.engine,
+            &self.repo.name,
+            tag,
+            self.creds,
+            &mut on_progress,
+        )
+        .await;
+        let removed = reg::untag(self.engine, &self.repo.tagged(tag)).await;
+        let digest = pushed?;
+        removed?;
+        Ok(digest)
+    }
 }
 
 /// What a verdict on this engine rests on besides the image and the test itself.
@@ -738,6 +933,82 @@ mod tests {
         let mut r = rendered_image(&plain, &["runtime".into()], None, &spec).unwrap();
         assert!(add_ca_bundle(&mut r, &plain, &spec, env).unwrap().is_some());
         assert_eq!(r.files[slot], pem.as_bytes());
+    }
+
+    /// With `--push`, an image's builds read `VARIANT-cache` then `install-cache` (after the
+    /// explicit sources, once each): wheel and conda images alike make their environment in an
+    /// `install` stage; without one (a `--templates` Dockerfile), only the former; without
+    /// `--push`, only `--cache-from`.
+    #[test]
+    fn push_reads_the_install_cache_only_where_there_is_an_install_stage() {
+        let lock_of = |spec: &str| {
+            let path = format!("{}/specs/{spec}/envbuild.lock", env!("CARGO_MANIFEST_DIR"));
+            Lock::from_toml(&std::fs::read_to_string(path).unwrap()).expect("lock")
+        };
+        let spec = Path::new("envbuild.toml");
+        let wheel = rendered_image(&lock_of("torch29-cu128"), &[], None, spec).unwrap();
+        let conda = rendered_image(&lock_of("conda-forge-torch210"), &[], None, spec).unwrap();
+        assert!(has_install_stage(&wheel));
+        assert!(has_install_stage(&conda));
+        let mut stageless = conda.clone();
+        let df = String::from_utf8(stageless.files[&stageless.dockerfile].clone()).unwrap();
+        let df = df.replace(" AS install", " AS prepare");
+        stageless.files.clear();
+        stageless
+            .files
+            .insert(stageless.dockerfile.clone(), df.into_bytes());
+        let repo = Repository::parse("127.0.0.1:5000/team/envs").unwrap();
+        let mut opts = ImageOptions {
+            variants: vec!["runtime".into()],
+            tags: vec![],
+            rebuild: false,
+            retest: false,
+            smoke: SmokeSettings {
+                gpus: false,
+                timeout: Duration::from_secs(1),
+                shm_bytes: 0,
+                run_id: "unit".into(),
+            },
+            cache_dir: None,
+            pull: Default::default(),
+            push: Some(repo),
+            cache_from: vec!["127.0.0.1:5000/team/envs:install-cache".into()],
+            build_args: BTreeMap::new(),
+        };
+        let from = |r: &RenderedImage, o: &ImageOptions| build_request(r, o, "dev").cache.from;
+        assert_eq!(
+            from(&wheel, &opts),
+            [
+                "127.0.0.1:5000/team/envs:install-cache",
+                "127.0.0.1:5000/team/envs:dev-cache"
+            ]
+        );
+        opts.cache_from.clear();
+        assert_eq!(
+            from(&wheel, &opts),
+            [
+                "127.0.0.1:5000/team/envs:dev-cache",
+                "127.0.0.1:5000/team/envs:install-cache"
+            ]
+        );
+        assert_eq!(
+            from(&conda, &opts),
+            [
+                "127.0.0.1:5000/team/envs:dev-cache",
+                "127.0.0.1:5000/team/envs:install-cache"
+            ]
+        );
+        assert_eq!(
+            from(&stageless, &opts),
+            ["127.0.0.1:5000/team/envs:dev-cache"]
+        );
+        assert!(build_request(&conda, &opts, "dev").cache.inline);
+        opts.push = None;
+        assert!(from(&wheel, &opts).is_empty());
+        assert_eq!(
+            crate::core::registry::INSTALL_CACHE_TAG,
+            crate::core::registry::cache_tag(INSTALL_STAGE)
+        );
     }
 
     #[test]

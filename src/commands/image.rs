@@ -272,6 +272,12 @@ impl Display {
                 "[{p}{}] pushed {} ({}) and its verdict {}",
                 pb.variant, pb.image, pb.digest, pb.verdict
             ),
+            ImageEvent::InstallCache { reference, result } => {
+                eprintln!(
+                    "{}",
+                    install_cache_line(&with("install"), reference, result)
+                )
+            }
         }
     }
 
@@ -321,6 +327,9 @@ impl Display {
             ),
             ImageEvent::NotPushed { variant } => {
                 eprintln!("[{variant}] smoke test failed: not pushed")
+            }
+            ImageEvent::InstallCache { reference, result } => {
+                eprintln!("{}", install_cache_line("install", reference, result))
             }
         }
     }
@@ -475,6 +484,19 @@ impl Progress {
             );
             self.line(&text);
         }
+    }
+}
+
+/// What became of the `install` stage's registry cache, as one progress line.
+fn install_cache_line(label: &str, reference: &str, result: Result<&str, &str>) -> String {
+    match result {
+        Ok(digest) => format!(
+            "[{label}] pushed the install stage as the registry build cache {reference} ({digest})"
+        ),
+        Err(why) => format!(
+            "[{label}] warning: the install stage was not pushed as {reference}: {why} (a later \
+             build on another machine installs the environment again)"
+        ),
     }
 }
 

@@ -63,6 +63,11 @@ pub fn cache_tag(variant: &str) -> String {
     format!("{variant}-cache")
 }
 
+/// The moving tag of the wheel path's `install` stage as a registry build cache
+/// (`REGISTRY/REPO:install-cache`): the stage is the same for every variant, and no variant's
+/// inline cache holds its layers (the pip install), so it travels as an image of its own.
+pub const INSTALL_CACHE_TAG: &str = "install-cache";
+
 /// Parse `--cache-from IMAGE`: `[HOST[:PORT]/]PATH:TAG` (a digest is refused: BuildKit reads a
 /// registry cache by tag).
 pub fn parse_cache_source(s: &str) -> Result<String, String> {

@@ -178,7 +178,9 @@ fn a_base_without_python_is_refused_as_base_has_no_python() {
 /// machine's TLS-inspecting network: without the host's CA bundle pip fails with
 /// CERTIFICATE_VERIFY_FAILED; with it (SSL_CERT_FILE) and proxy variables set, the image
 /// passes the CPU smoke test, and neither its history, its config nor its filesystem holds
-/// the bundle or the proxy values.
+/// the bundle or the proxy values. The dev image's JupyterLab comes from PyPI the same way
+/// (its throwaway `dev-install` stage trusts the bundle), and the dev image keeps no trace
+/// either.
 fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_keeps_no_trace() {
     let test =
         "pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_keeps_no_trace";
@@ -193,7 +195,12 @@ fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_ke
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("envbuild.toml");
     let name = format!("pep668-{}", nonce());
-    std::fs::write(&spec, spec_text(&name, &base, "six==1.17.0")).unwrap();
+    let text = spec_text(&name, &base, "six==1.17.0").replace(
+        "variants = [\"runtime\"]",
+        "variants = [\"runtime\", \"dev\"]",
+    );
+    assert!(text.contains("\"dev\""), "{text}");
+    std::fs::write(&spec, text).unwrap();
     // The bundle envbuild sends: the host's plus a line of its own, so any copy is found.
     let marker = format!("envbuild-ca-marker-{}", nonce());
     let ca = dir.path().join("host-ca.pem");
@@ -208,7 +215,14 @@ fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_ke
         let mut cmd = envbuild();
         cmd.arg("image")
             .arg(&spec)
-            .args(["--gpus", "none", "--update-lock", "--json"])
+            .args([
+                "--gpus",
+                "none",
+                "--update-lock",
+                "--json",
+                "--variant",
+                "all",
+            ])
             .env("ENVBUILD_CACHE_DIR", cache.path())
             .env("HTTP_PROXY", &proxy)
             .env("NO_PROXY", &no_proxy);
@@ -239,6 +253,8 @@ fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_ke
     let doc: serde_json::Value = serde_json::from_str(&stdout).expect("--json");
     assert_eq!(doc["verdict"], "pass", "{stdout}");
     let tag = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
+    let dev = doc["builds"][1]["tags"][0].as_str().unwrap().to_string();
+    assert!(dev.contains(":dev-"), "{stdout}");
 
     // The extra came from PyPI into the venv; the base's torch is still the one imported.
     let out = docker_cli(&[
@@ -261,12 +277,36 @@ fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_ke
         "{said}"
     );
 
-    let seen = everything_visible_in(&tag);
-    for secret in [marker.as_str(), proxy.as_str(), no_proxy.as_str()] {
-        assert!(!contains(&seen, secret), "`{secret}` is visible in {tag}");
+    // JupyterLab came from PyPI into the environment of the dev image.
+    let out = docker_cli(&[
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "--label",
+        "dev.envbuild.test=1",
+        "--entrypoint",
+        "python3",
+        &dev,
+        "-c",
+        "import jupyterlab, six; print(jupyterlab.__file__)",
+    ]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        said.starts_with("/opt/venv/lib/python3.11/site-packages/jupyterlab/"),
+        "{said}"
+    );
+
+    for image in [&tag, &dev] {
+        let seen = everything_visible_in(image);
+        for secret in [marker.as_str(), proxy.as_str(), no_proxy.as_str()] {
+            assert!(!contains(&seen, secret), "`{secret}` is visible in {image}");
+        }
+        // The check can see: the image's own labels are found the same way.
+        assert!(contains(&seen, "dev.envbuild.lock-sha256"));
     }
-    // The check can see: the image's own labels are found the same way.
-    assert!(contains(&seen, "dev.envbuild.lock-sha256"));
+    d.remove_image(&dev);
     d.remove_image(&tag);
     d.assert_no_smoke_container("after the PEP 668 base");
 }

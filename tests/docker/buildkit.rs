@@ -52,7 +52,7 @@ fn image_size(d: &support::Docker, image: &str) -> i64 {
 }
 
 /// A pure-Python wheel whose one module carries `payload` bytes of incompressible data.
-fn big_wheel(dir: &Path, name: &str, payload: usize) -> std::path::PathBuf {
+pub(crate) fn big_wheel(dir: &Path, name: &str, payload: usize) -> std::path::PathBuf {
     let src = dir.join(format!("src-{name}"));
     let info = src.join(format!("{name}-1.0.dist-info"));
     std::fs::create_dir_all(src.join(name)).unwrap();

@@ -16,6 +16,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     trials![
         the_images_pip_agrees_and_a_later_install_is_drift,
         a_closure_lock_pins_its_registry_base_by_digest,
+        a_lock_change_outside_the_closure_reuses_the_install_layer,
     ]
 }
 
@@ -338,4 +339,113 @@ fn a_closure_lock_pins_its_registry_base_by_digest() {
         "{}",
         stderr_of(&out)
     );
+}
+
+/// Issue 12's "cheap rebuild": a closure lock built once, then the spec's target driver changes
+/// (the lock's bytes change, the closure does not). The install stage's inputs
+/// (requirements.txt, python-env.sh) render to the same bytes, so the rebuild answers the pip
+/// install from the build cache (its step `cached`, no pip output) while the image is still
+/// rebuilt for the new lock (new tag, new labels). The closure holds a 96 MiB wheel so that the
+/// figures, printed for the README, have an install step worth skipping.
+fn a_lock_change_outside_the_closure_reuses_the_install_layer() {
+    const HEAVY: &str = "pip = [\"envbuild-heavydep==1.0\"]";
+    let test = "a_lock_change_outside_the_closure_reuses_the_install_layer";
+    let Some(d) = crate::engine_support::engine(test) else {
+        return;
+    };
+    // The made-up index plus one heavy dependency (a 96 MiB wheel of incompressible data), so
+    // that the install step costs what a real one does: time spent unpacking and committing.
+    let idx = tempdir();
+    let heavy = crate::buildkit::big_wheel(idx.path(), "envbuild_heavydep", 96 << 20);
+    fs::create_dir_all(idx.path().join("files")).unwrap();
+    fs::rename(
+        &heavy,
+        idx.path().join("files").join(heavy.file_name().unwrap()),
+    )
+    .unwrap();
+    fs::remove_dir_all(idx.path().join("wheels")).unwrap();
+    fs::remove_dir_all(idx.path().join("src-envbuild_heavydep")).unwrap();
+    add_wheels(idx.path(), WHEELS);
+    let mut files = std::collections::BTreeMap::new();
+    files_under(idx.path(), "index", &mut files);
+    let debian = crate::engine_support::debian_python_image(&d);
+    // The index at the same absolute path as on this machine (a per-run path: a cold build).
+    let base = build_image(
+        &d,
+        "envbuild-test/closure-rebuild-index",
+        format!("FROM {debian}\nCOPY index/ {}/\n", idx.path().display()),
+        files,
+    );
+    let work = tempdir();
+    let spec = |driver: &str| {
+        closure_spec("closure-rebuild", "3.11", "2.36", idx.path(), HEAVY)
+            .replace("driver = \"580.95.05\"", &format!("driver = \"{driver}\""))
+            + &format!("\n[image]\nbase = \"{base}\"\nvariants = [\"runtime\"]\n")
+    };
+    // Lock, render (the install inputs) and build; the image's tag and the progress.
+    let round = |driver: &str, out: &str| {
+        let text = spec(driver);
+        assert!(text.contains(driver), "{text}");
+        write(work.path(), "envbuild.toml", &text);
+        let locked = lock_in(work.path(), &[]);
+        assert_eq!(locked.status.code(), Some(0), "{}", stderr_of(&locked));
+        let rendered = envbuild()
+            .current_dir(work.path())
+            .args(["render", "envbuild.toml", "--out", out])
+            .output()
+            .unwrap();
+        assert_eq!(rendered.status.code(), Some(0), "{}", stderr_of(&rendered));
+        let started = std::time::Instant::now();
+        // The stand-in torch of the index fails the smoke test; the build is what counts here.
+        let built = envbuild()
+            .current_dir(work.path())
+            .args(["image", "envbuild.toml", "--gpus", "none", "--verbose"])
+            .env("CI", "true")
+            .env("ENVBUILD_CACHE_DIR", work.path().join("verdicts"))
+            .env("ENVBUILD_RUN_ID", crate::engine_support::run_prefix())
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        let lock_text = fs::read_to_string(work.path().join("envbuild.lock")).unwrap();
+        let lock = envbuild::core::lock::Lock::from_toml(&lock_text).unwrap();
+        let tag = envbuild::core::render::image_tag(&lock, &lock.hash().unwrap(), "runtime");
+        (lock_text, tag, stderr_of(&built), took)
+    };
+    let (lock1, tag1, err1, cold) = round("580.95.05", "r1");
+    let (lock2, tag2, err2, warm) = round("590.48.01", "r2");
+    for tag in [&tag1, &tag2] {
+        let there = d.block_on(envbuild::infra::docker::images::inspect(&d.engine, tag));
+        assert!(there.unwrap().is_some(), "{tag} was not built");
+    }
+    assert_ne!(lock1, lock2, "the driver is part of the lock");
+    assert_ne!(tag1, tag2);
+    let closure = closure_of(work.path());
+    assert!(
+        closure.contains(&("envbuild-heavydep".into(), "1.0".into())),
+        "{closure:?}"
+    );
+    for f in ["requirements.txt", "envbuild/python-env.sh"] {
+        let read = |out: &str| fs::read(work.path().join(out).join(f)).unwrap();
+        assert_eq!(read("r1"), read("r2"), "{f} changed with the driver");
+    }
+    let pip_step = "python-env.sh pip install --no-deps --require-hashes";
+    let cached = |err: &str| crate::cache::step_cached(err, "runtime", pip_step);
+    assert_eq!(cached(&err1), Some(false), "{err1}");
+    assert!(err1.contains("Successfully installed"), "{err1}");
+    assert_eq!(
+        cached(&err2),
+        Some(true),
+        "the closure was installed again:\n{err2}"
+    );
+    assert!(!err2.contains("Successfully installed"), "{err2}");
+    eprintln!(
+        "figures: closure image, cold build {:.1} s; after a driver change (new lock, same \
+         closure) {:.1} s",
+        cold.as_secs_f64(),
+        warm.as_secs_f64()
+    );
+    for t in [&tag1, &tag2, &base] {
+        d.remove_image(t);
+    }
+    d.assert_no_smoke_container("after the closure rebuild");
 }

@@ -36,6 +36,7 @@ mod support;
 mod bases;
 mod bench;
 mod buildkit;
+mod cache;
 mod closure;
 mod conda_closure;
 mod docker;
@@ -160,6 +161,7 @@ fn main() {
     all.extend(docker::trials());
     all.extend(bench::trials());
     all.extend(buildkit::trials());
+    all.extend(cache::trials());
     all.extend(learn::trials());
     all.extend(many::trials());
     all.extend(push::trials());

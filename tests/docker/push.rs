@@ -309,6 +309,7 @@ fn a_pushed_image_is_the_next_builds_registry_cache() {
     let n = nonce();
     let repo = format!("{}/envbuild-test/cache-{n}", r.addr);
     let cache_ref = format!("{repo}:runtime-cache");
+    let install_ref = format!("{repo}:install-cache");
     let extra = format!("{}/envbuild-test/elsewhere-{n}:runtime-cache", r.addr);
     let skipped = format!("{extra}: not in the registry");
     let image = |name: &str| {
@@ -345,8 +346,12 @@ fn a_pushed_image_is_the_next_builds_registry_cache() {
     let said = format!("[runtime] cache from: none (skipped: {skipped}; {cache_ref}: not in");
     assert!(err.contains(&said), "no `{said}` in:\n{err}");
     assert_eq!(remote(&cache_ref).as_deref(), Some(digest.as_str()));
-    let there = d.block_on(images::inspect(&d.engine, &cache_ref)).unwrap();
-    assert!(there.is_none(), "the cache tag stays off the engine");
+    // The install stage went there too (tests/docker/cache.rs shows what it is for).
+    assert!(remote(&install_ref).is_some(), "no {install_ref}:\n{err}");
+    for tag in [&cache_ref, &install_ref] {
+        let there = d.block_on(images::inspect(&d.engine, tag)).unwrap();
+        assert!(there.is_none(), "the cache tag {tag} stays off the engine");
+    }
     d.remove_image(&local);
     d.remove_image(&pushed);
 
@@ -354,7 +359,7 @@ fn a_pushed_image_is_the_next_builds_registry_cache() {
     // registry cache read back.
     let (err, local2, pushed2, digest2) = image(&format!("cache-{n}-renamed"));
     assert_ne!(pushed2, pushed);
-    let said = format!("[runtime] cache from: {cache_ref} (skipped: {skipped})");
+    let said = format!("[runtime] cache from: {cache_ref}, {install_ref} (skipped: {skipped})");
     assert!(err.contains(&said), "no `{said}` in:\n{err}");
     let import = format!("importing cache manifest from {cache_ref}");
     assert!(err.contains(&import), "no `{import}` in:\n{err}");
