@@ -190,8 +190,39 @@ fn a_conda_solve_gets_the_ca_in_its_throwaway_stage_and_keeps_no_trace() {
     lock.image.base = base;
     lock.image.variants = vec![Variant::Runtime];
     assert!(lock.closure.is_empty(), "the example has no closure");
+    let rendered = envbuild::app::image::rendered_image(
+        &lock,
+        &["runtime".into()],
+        None,
+        Path::new("envbuild.toml"),
+    )
+    .unwrap();
+    let text = String::from_utf8(rendered.files[&rendered.dockerfile].clone()).unwrap();
+    assert!(
+        text.contains("conda-env.sh solve /tmp/envbuild/environment.yml"),
+        "{text}"
+    );
+    build_with_and_without_the_ca(
+        &d,
+        &lock,
+        Path::new("envbuild.toml"),
+        "envbuild-test/conda-solve",
+        "pytorch-0-0.json",
+    );
+}
+
+/// Build `lock`'s runtime image (tagged `name`) on the stand-in base, first without the
+/// network's CA bundle (the install stage must fail: the stand-in refuses, as pip reaching PyPI
+/// through this network would), then with the host's bundle plus a marker line; check that
+/// nothing of the bundle is visible in the image and that `needle` is. The image's tag.
+fn build_with_and_without_the_ca(
+    d: &crate::engine_support::Docker,
+    lock: &Lock,
+    spec: &Path,
+    name: &str,
+    needle: &str,
+) -> String {
     let work = crate::support::tempdir();
-    let spec = work.path().join("envbuild.toml");
     let marker = format!(
         "envbuild-conda-ca-marker-{}",
         envbuild::infra::docker::new_run_id()
@@ -201,57 +232,36 @@ fn a_conda_solve_gets_the_ca_in_its_throwaway_stage_and_keeps_no_trace() {
     bundle.extend(format!("# {marker}\n").as_bytes());
     std::fs::write(&ca, &bundle).unwrap();
     let ca = ca.to_string_lossy().into_owned();
-    // The classic form (this file's `build` uses the classic builder); the BuildKit form's
-    // bind mount is checked by the render tests.
-    let dockerfile = "Dockerfile";
-    {
-        let render = |with_ca: bool| {
-            let mut r =
-                envbuild::app::image::rendered_image(&lock, &["runtime".into()], None, &spec)
-                    .unwrap();
-            let get = |k: &str| (with_ca && k == "SSL_CERT_FILE").then(|| ca.clone());
-            let origin = envbuild::app::image::add_ca_bundle(&mut r, &lock, &spec, get).unwrap();
-            assert_eq!(origin.is_some(), with_ca);
-            let text = String::from_utf8(r.files[dockerfile].clone()).unwrap();
-            (text, r.files)
-        };
-        let (text, files) = render(false);
-        assert!(
-            text.contains("conda-env.sh solve /tmp/envbuild/environment.yml"),
-            "{text}"
-        );
-        let err = build(
-            &d,
-            "envbuild-test/conda-solve",
-            &text,
-            "runtime",
-            files,
-            Some(lock.hash().unwrap()),
-        )
+    // The classic form (`build` uses the classic builder); the BuildKit form's bind mount is
+    // checked by the render tests.
+    let render = |with_ca: bool| {
+        let mut r =
+            envbuild::app::image::rendered_image(lock, &["runtime".into()], None, spec).unwrap();
+        let get = |k: &str| (with_ca && k == "SSL_CERT_FILE").then(|| ca.clone());
+        let origin = envbuild::app::image::add_ca_bundle(&mut r, lock, spec, get).unwrap();
+        assert_eq!(origin.is_some(), with_ca);
+        let dockerfile = String::from_utf8(r.files[&r.dockerfile].clone()).unwrap();
+        (dockerfile, r.files)
+    };
+    let hash = lock.hash().unwrap();
+    let (dockerfile, files) = render(false);
+    let err = build(d, name, &dockerfile, "runtime", files, Some(hash.clone()))
         .expect_err("built without a CA bundle");
-        assert!(err.contains("CERTIFICATE_VERIFY_FAILED"), "{err}");
-        let (text, files) = render(true);
-        let tag = build(
-            &d,
-            "envbuild-test/conda-solve",
-            &text,
-            "runtime",
-            files,
-            Some(lock.hash().unwrap()),
-        )
-        .unwrap_or_else(|e| panic!("the conda solve image: {e}"));
-        let seen = everything_visible_in(&tag);
-        assert!(
-            contains(&seen, "pytorch-0-0.json"),
-            "the environment is in {tag}"
-        );
-        assert!(
-            !contains(&seen, &marker),
-            "the CA bundle is visible in {tag}"
-        );
-        assert!(!contains(&seen, "envbuild/ca-bundle.pem"), "{tag}");
-        assert!(!contains(&seen, "CONDA_SSL_VERIFY="), "{tag}");
-    }
+    assert!(err.contains("CERTIFICATE_VERIFY_FAILED"), "{err}");
+    let (dockerfile, files) = render(true);
+    let tag = build(d, name, &dockerfile, "runtime", files, Some(hash))
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    // No trace of the bundle: history, config and every byte of the filesystem.
+    let seen = everything_visible_in(&tag);
+    assert!(contains(&seen, needle), "the environment is in {tag}");
+    assert!(
+        !contains(&seen, &marker),
+        "the CA bundle is visible in {tag}"
+    );
+    // The slot's path (the bare file name is in Debian's perl HTTP::Tiny).
+    assert!(!contains(&seen, "envbuild/ca-bundle.pem"), "{tag}");
+    assert!(!contains(&seen, "CONDA_SSL_VERIFY="), "{tag}");
+    tag
 }
 
 fn a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named() {
@@ -297,60 +307,13 @@ fn a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named() {
 
     // The files `envbuild image` sends: rendered, then the CA slot filled from the host's
     // bundle plus a marker line, so that any copy of it in the image is found.
-    let marker = format!(
-        "envbuild-conda-ca-marker-{}",
-        envbuild::infra::docker::new_run_id()
-    );
-    let ca = work.path().join("host-ca.pem");
-    let mut bundle = std::fs::read(HOST_CA).unwrap();
-    bundle.extend(format!("# {marker}\n").as_bytes());
-    std::fs::write(&ca, &bundle).unwrap();
-    let render = |with_ca: bool| {
-        let mut r =
-            envbuild::app::image::rendered_image(&lock, &["runtime".into()], None, &spec).unwrap();
-        let ca = ca.to_string_lossy().into_owned();
-        let get = |k: &str| (with_ca && k == "SSL_CERT_FILE").then(|| ca.clone());
-        let origin = envbuild::app::image::add_ca_bundle(&mut r, &lock, &spec, get).unwrap();
-        assert_eq!(origin.is_some(), with_ca);
-        let dockerfile = String::from_utf8(r.files[&r.dockerfile].clone()).unwrap();
-        (dockerfile, r.files)
-    };
-
-    // Without the bundle the install stage fails (the stand-in conda refuses, as would pip
-    // reaching PyPI through this network).
-    let (dockerfile, files) = render(false);
-    let err = build(
+    let tag = build_with_and_without_the_ca(
         &d,
+        &lock,
+        &spec,
         "envbuild-test/conda-closure",
-        &dockerfile,
-        "runtime",
-        files,
-        Some(lock.hash().unwrap()),
-    )
-    .expect_err("built without a CA bundle");
-    assert!(err.contains("CERTIFICATE_VERIFY_FAILED"), "{err}");
-
-    let (dockerfile, files) = render(true);
-    let tag = build(
-        &d,
-        "envbuild-test/conda-closure",
-        &dockerfile,
-        "runtime",
-        files,
-        Some(lock.hash().unwrap()),
-    )
-    .unwrap_or_else(|e| panic!("the conda closure image: {e}"));
-
-    // No trace of the bundle: history, config and every byte of the filesystem.
-    let seen = everything_visible_in(&tag);
-    assert!(contains(&seen, "conda-meta"), "the environment is in {tag}");
-    assert!(
-        !contains(&seen, &marker),
-        "the CA bundle is visible in {tag}"
+        "conda-meta",
     );
-    // The slot's path (the bare file name is in Debian's perl HTTP::Tiny).
-    assert!(!contains(&seen, "envbuild/ca-bundle.pem"), "{tag}");
-    assert!(!contains(&seen, "CONDA_SSL_VERIFY="), "{tag}");
 
     // The image holds exactly the closure: conda records and the pip part.
     let (status, code, detail) = closure_check(&tag, &lock_path);
