@@ -232,8 +232,9 @@ fn build_with_and_without_the_ca(
     bundle.extend(format!("# {marker}\n").as_bytes());
     std::fs::write(&ca, &bundle).unwrap();
     let ca = ca.to_string_lossy().into_owned();
-    // The classic form (`build` uses the classic builder); the BuildKit form's bind mount is
-    // checked by the render tests.
+    // `build` takes Dockerfile.buildkit (the bundle bind-mounted) when the engine has BuildKit,
+    // else Dockerfile (the bundle copied into the throwaway stage); ENVBUILD_BUILDER=legacy
+    // forces the latter.
     let render = |with_ca: bool| {
         let mut r =
             envbuild::app::image::rendered_image(lock, &["runtime".into()], None, spec).unwrap();
