@@ -1,7 +1,9 @@
 //! The closure resolver (conda side): fetches each channel's `repodata.json` for the target's
 //! subdirs (https, http on 127.0.0.1, or `file://`) and solves the lock's match specs in
 //! process with rattler's resolvo solver (the one pixi uses), against the target's virtual
-//! packages and in strict channel priority. Performs network and file I/O.
+//! packages and in strict channel priority. An https channel is reached through the proxy
+//! `HTTPS_PROXY` (or `ALL_PROXY`) names unless `NO_PROXY` exempts its host, as curl and pip do.
+//! Performs network and file I/O, and reads those environment variables.
 
 use crate::core::closure::codes::CLOSURE_RESOLVE_FAILED;
 use crate::core::closure::conda::{split_channel, CondaInputs, Solved, DEFAULT_CHANNEL_ALIAS};
@@ -66,6 +68,8 @@ fn failed(message: String, hint: &str) -> Failure {
     Failure::one(Diagnostic::error(CLOSURE_RESOLVE_FAILED, message).with_hint(hint))
 }
 
+const PROXY_HINT: &str = "check the proxy that HTTPS_PROXY (or ALL_PROXY) names, or exempt the channel's host with NO_PROXY";
+
 const REACH_HINT: &str = "check that the channel answers from this machine (`ENVBUILD_CONDA_CHANNEL_ALIAS` points channel names at a mirror)";
 
 /// The channel's records for every subdir, in the inputs' channel and subdir order.
@@ -109,27 +113,71 @@ fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> 
     Ok(out)
 }
 
-type Client = hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    http_body_util::Empty<bytes::Bytes>,
->;
+use hyper_util::client::legacy::connect::proxy::Tunnel;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::proxy::matcher::Matcher;
 
-fn client() -> Result<Client, Failure> {
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
+type Body = http_body_util::Empty<bytes::Bytes>;
+type Direct = hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>;
+type Proxied =
+    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Tunnel<HttpConnector>>, Body>;
+
+/// The HTTP clients of one resolution: direct, and the proxy rules of the environment.
+struct Client {
+    direct: Direct,
+    proxies: Matcher,
+}
+
+fn tls(
+) -> Result<hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes>, Failure>
+{
+    hyper_rustls::HttpsConnectorBuilder::new()
         .with_native_roots()
         .map_err(|e| {
             failed(
                 format!("cannot load this machine's CA certificates: {e}"),
                 REACH_HINT,
             )
-        })?
-        .https_or_http()
-        .enable_http1()
-        .build();
-    Ok(
-        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        })
+}
+
+fn client() -> Result<Client, Failure> {
+    let https = tls()?.https_or_http().enable_http1().build();
+    Ok(Client {
+        direct: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
             .build(https),
-    )
+        proxies: Matcher::from_env(),
+    })
+}
+
+impl Client {
+    /// The client for `uri`: through an HTTP CONNECT tunnel to the proxy when the environment
+    /// names one for it. Only https is proxied: a CONNECT to a plain-http port is refused by
+    /// common proxies, and http channels are for mirrors on the local network.
+    fn proxied(&self, uri: &hyper::Uri) -> Result<Option<(Proxied, String)>, Failure> {
+        if uri.scheme_str() != Some("https") {
+            return Ok(None);
+        }
+        let Some(proxy) = self.proxies.intercept(uri) else {
+            return Ok(None);
+        };
+        let mut tunnel = Tunnel::new(proxy.uri().clone(), HttpConnector::new());
+        if let Some(auth) = proxy.basic_auth() {
+            tunnel = tunnel.with_auth(auth.clone());
+        }
+        let https = tls()?.https_only().enable_http1().wrap_connector(tunnel);
+        // Shown in errors: the proxy's host and port only, never its credentials.
+        let shown = format!(
+            "{}:{}",
+            proxy.uri().host().unwrap_or("?"),
+            proxy.uri().port_u16().unwrap_or(80)
+        );
+        Ok(Some((
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build(https),
+            shown,
+        )))
+    }
 }
 
 /// The body at `url`; `None` when the server says it has none (404: a subdir the channel does
@@ -154,11 +202,23 @@ async fn fetch(client: &Client, url: &str) -> Result<Option<Vec<u8>>, Failure> {
         )
         .body(http_body_util::Empty::new())
         .map_err(|e| Failure::bug(format!("request for {url}: {e}")))?;
+    let proxied = client.proxied(req.uri())?;
     let work = async {
-        let resp = client
-            .request(req)
-            .await
-            .map_err(|e| failed(format!("cannot reach {url}: {}", chain(&e)), REACH_HINT))?;
+        let resp =
+            match &proxied {
+                Some((c, proxy)) => c.request(req).await.map_err(|e| {
+                    failed(
+                        format!(
+                            "cannot reach {url} through the proxy {proxy}: {}",
+                            chain(&e)
+                        ),
+                        PROXY_HINT,
+                    )
+                })?,
+                None => client.direct.request(req).await.map_err(|e| {
+                    failed(format!("cannot reach {url}: {}", chain(&e)), REACH_HINT)
+                })?,
+            };
         let status = resp.status();
         if status == hyper::StatusCode::NOT_FOUND {
             return Ok(None);

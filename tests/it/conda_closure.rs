@@ -487,3 +487,91 @@ fn the_cuda_build_needs_cuda_in_the_targets_virtual_packages() {
     );
     assert_eq!(build(None), ("py3.11_cpu_0".to_string(), false));
 }
+
+/// A stand-in HTTPS proxy on 127.0.0.1: records each request head it receives (the CONNECT line
+/// and its headers) and refuses the tunnel with 403, so the test needs no TLS server.
+fn refusing_proxy() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = String::new();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            log.lock().unwrap().push(head);
+            let _ = stream.write_all(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    (url, seen)
+}
+
+/// An https channel is reached through `HTTPS_PROXY` (a CONNECT to the channel's host, with the
+/// proxy's credentials as Proxy-Authorization, which no message shows); `NO_PROXY` exempts a
+/// host; the failure names the proxy.
+#[test]
+fn https_channels_go_through_the_proxy_the_environment_names() {
+    let (proxy, seen) = refusing_proxy();
+    let work = tempdir();
+    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
+    let with_proxy = |no_proxy: &str| {
+        let authed = proxy.replace("http://", "http://team:s3cret@");
+        envbuild()
+            .current_dir(work.path())
+            .env(
+                "ENVBUILD_CONDA_CHANNEL_ALIAS",
+                "https://conda.mirror.invalid",
+            )
+            .env("HTTPS_PROXY", &authed)
+            .env("NO_PROXY", no_proxy)
+            .env_remove("https_proxy")
+            .env_remove("no_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .args(["lock", "envbuild.toml"])
+            .output()
+            .unwrap()
+    };
+    let out = with_proxy("");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    let addr = proxy.trim_start_matches("http://");
+    assert!(err.contains("CLOSURE_RESOLVE_FAILED"), "{err}");
+    assert!(err.contains(&format!("through the proxy {addr}")), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    {
+        let heads = seen.lock().unwrap();
+        let first = heads.first().expect("the proxy was asked");
+        assert!(
+            first.starts_with("CONNECT conda.mirror.invalid:443 HTTP/1.1"),
+            "{first}"
+        );
+        // team:s3cret in base64.
+        assert!(
+            first
+                .to_ascii_lowercase()
+                .contains("proxy-authorization: basic dgvhbtpzm2nyzxq="),
+            "{first}"
+        );
+    }
+    // NO_PROXY exempts the host: a direct attempt (the .invalid name does not resolve), and
+    // the proxy is not asked again.
+    let before = seen.lock().unwrap().len();
+    let out = with_proxy("conda.mirror.invalid");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("cannot reach https://conda.mirror.invalid/") && !err.contains("proxy"),
+        "{err}"
+    );
+    assert_eq!(seen.lock().unwrap().len(), before);
+}
