@@ -13,7 +13,7 @@ use crate::support::*;
 use conda_channel::{add_packages, md5_file, Server};
 use envbuild::core::lock::Lock;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The channels: `pytorch` (a CUDA and a CPU build of pytorch 2.5.1, the CPU one down-weighted
 /// by a track feature; an older tqdm than conda-forge's), `nvidia` (two cudart releases, one
@@ -574,4 +574,212 @@ fn https_channels_go_through_the_proxy_the_environment_names() {
         "{err}"
     );
     assert_eq!(seen.lock().unwrap().len(), before);
+}
+
+/// A CA and a server certificate for `host`, made with the openssl CLI in `dir`: (CA bundle,
+/// server certificate, server key).
+fn tls_files(dir: &Path, host: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("the openssl command (Debian: openssl, which ca-certificates needs)");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=envbuild test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.csr",
+        "-subj",
+        &format!("/CN={host}"),
+    ]);
+    fs::write(
+        dir.join("ext"),
+        format!(
+            "subjectAltName=DNS:{host}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+        ),
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext",
+    ]);
+    (dir.join("ca.pem"), dir.join("srv.pem"), dir.join("srv.key"))
+}
+
+/// Python's HTTPS server for the files under `root` on 127.0.0.1; killed when dropped.
+struct TlsServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for TlsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tls_server(root: &Path, cert: &Path, key: &Path, port_file: &Path) -> TlsServer {
+    const SERVE: &str = "import functools, http.server, ssl, sys\n\
+        root, port_file, cert, key = sys.argv[1:5]\n\
+        h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)\n\
+        s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), h)\n\
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+        c.load_cert_chain(cert, key)\n\
+        s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+        open(port_file, 'w').write(str(s.server_address[1]))\n\
+        s.serve_forever()\n";
+    let child = std::process::Command::new("python3")
+        .args(["-c", SERVE])
+        .args([root, port_file, cert, key])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3");
+    for _ in 0..100 {
+        if let Some(port) = fs::read_to_string(port_file)
+            .ok()
+            .and_then(|p| p.parse().ok())
+        {
+            return TlsServer { child, port };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the TLS server did not start");
+}
+
+/// A tunnelling proxy on 127.0.0.1: answers every CONNECT with 200 and pipes the connection to
+/// 127.0.0.1:`to` (standing in for the name the client asked for); records the CONNECT lines.
+fn tunnelling_proxy(to: u16) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            let mut reader = BufReader::new(client.try_clone().unwrap());
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            log.lock().unwrap().push(first.trim_end().to_string());
+            let Ok(upstream) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
+                continue;
+            };
+            let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            let (mut c1, mut u1) = (client, upstream);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c2, &mut u2);
+                let _ = u2.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u1, &mut c1);
+                let _ = c1.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// The whole https path behind a TLS-inspecting proxy: an https channel (its certificate from a
+/// CA only `SSL_CERT_FILE` names, as on such a network) reached through `HTTPS_PROXY`'s tunnel
+/// solves, and the lock's URLs are the channel's; without the CA the certificate is refused.
+#[test]
+fn an_https_channel_behind_a_proxy_solves_with_the_networks_ca() {
+    let host = "conda.mirror.test";
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let certs = tempdir();
+    let (ca, cert, key) = tls_files(certs.path(), host);
+    let server = tls_server(ch.path(), &cert, &key, &certs.path().join("port"));
+    let (proxy, seen) = tunnelling_proxy(server.port);
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"numpy=1.26.4\"", DRIVER),
+    );
+    let lock = |ca: Option<&Path>| {
+        let mut cmd = envbuild();
+        cmd.current_dir(work.path())
+            .env("ENVBUILD_CONDA_CHANNEL_ALIAS", format!("https://{host}"))
+            .env("HTTPS_PROXY", &proxy)
+            .env_remove("https_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env_remove("SSL_CERT_DIR")
+            .args(["lock", "envbuild.toml"]);
+        match ca {
+            Some(ca) => cmd.env("SSL_CERT_FILE", ca),
+            None => cmd.env_remove("SSL_CERT_FILE"),
+        };
+        cmd.output().unwrap()
+    };
+    let out = lock(None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("CLOSURE_RESOLVE_FAILED") && err.to_ascii_lowercase().contains("certificate"),
+        "{err}"
+    );
+    let out = lock(Some(&ca));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock = read_lock(work.path());
+    assert!(!lock.closure.is_empty());
+    for p in &lock.closure {
+        assert!(p.url.starts_with(&format!("https://{host}/")), "{}", p.url);
+    }
+    let heads = seen.lock().unwrap();
+    assert!(
+        heads
+            .iter()
+            .all(|h| h == &format!("CONNECT {host}:443 HTTP/1.1"))
+            && heads.len() >= 2,
+        "{heads:?}"
+    );
 }
