@@ -668,7 +668,7 @@ fn tls_server(root: &Path, cert: &Path, key: &Path, port_file: &Path) -> TlsServ
         s.socket = c.wrap_socket(s.socket, server_side=True)\n\
         open(port_file, 'w').write(str(s.server_address[1]))\n\
         s.serve_forever()\n";
-    let child = std::process::Command::new("python3")
+    let mut child = std::process::Command::new("python3")
         .args(["-c", SERVE])
         .args([root, port_file, cert, key])
         .stderr(std::process::Stdio::null())
@@ -683,6 +683,8 @@ fn tls_server(root: &Path, cert: &Path, key: &Path, port_file: &Path) -> TlsServ
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the TLS server did not start");
 }
 
