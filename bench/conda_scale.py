@@ -1,0 +1,123 @@
+"""Benchmark: envbuild's conda closure on a channel the size of conda-forge's linux-64.
+
+No real channel is reachable where envbuild is developed, so this writes a synthetic one whose
+repodata.json has conda-forge's scale (default 600,000 records, about 300 MB: conda-forge's
+linux-64 repodata.json held roughly that many in 2025), with realistic record fields and
+dependency fan-out, plus the packages the committed example specs/conda-forge-torch210 needs.
+It then runs `envbuild lock --upgrade` on that example with the channel alias pointed at the
+file:// channel and reports wall time and peak memory (GNU time), and the reused lock's time.
+
+    python3 bench/conda_scale.py [ENVBUILD_BINARY] [RECORDS]
+
+Use a release build (`cargo build --release`); the default is target/release/envbuild.
+"""
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/envbuild")
+records = int(sys.argv[2]) if len(sys.argv) > 2 else 600_000
+rng = random.Random(7)
+
+
+def hexes(seed):
+    h = hashlib.sha256(seed.encode()).hexdigest()
+    return h, h[:32]
+
+
+def rec(name, version, build, depends, number=0, **extra):
+    sha, md5 = hexes(f"{name}-{version}-{build}")
+    r = {"name": name, "version": version, "build": build, "build_number": number,
+         "depends": depends, "license": "BSD-3-Clause", "md5": md5, "sha256": sha,
+         "size": 1000 + len(name) * 997 % 50_000_000, "subdir": "linux-64",
+         "timestamp": 1700000000000}
+    r.update(extra)
+    return r
+
+
+packages = {}
+
+
+def add(r, ext=".conda"):
+    packages[f"{r['name']}-{r['version']}-{r['build']}{ext}"] = r
+
+
+# What the example needs, shaped like conda-forge's records.
+glibc = "__glibc >=2.17,<3.0.a0"
+add(rec("python", "3.12.12", "hd63d673_0_cpython", [glibc, "libzlib >=1.3.1,<2.0a0", "openssl >=3.5,<4.0a0"]))
+add(rec("libzlib", "1.3.1", "hb9d3cd8_2", [glibc]))
+add(rec("openssl", "3.5.4", "h26f9b46_0", [glibc, "ca-certificates"]))
+add(rec("ca-certificates", "2025.10.5", "hbd8a1cb_0", [], noarch="generic"))
+add(rec("cuda-version", "12.9", "h4f385c5_3", [], constrains=["__cuda >=12.9"]))
+add(rec("numpy", "2.3.4", "py312h33ff503_0", [glibc, "python >=3.12,<3.13.0a0"]))
+for pkg, ver in (("pytorch", "2.10.0"), ("torchvision", "0.25.0"), ("torchaudio", "2.10.0")):
+    deps = [glibc, "python >=3.12,<3.13.0a0", "cuda-version >=12.9,<13", "__cuda", "numpy >=1.23"]
+    if pkg != "pytorch":
+        deps.append("pytorch 2.10.0.*")
+    add(rec(pkg, ver, "cuda129_py312_h0_300", deps))
+    add(rec(pkg, ver, "cpu_py312_h0_300", [d for d in deps if "cuda" not in d]))
+add(rec("jupyterlab", "4.4.10", "pyhd8ed1ab_0", ["python >=3.9", "tornado >=6.2"], subdir="noarch"))
+add(rec("tornado", "6.5.2", "py312h4c3975b_1", [glibc, "python >=3.12,<3.13.0a0"]))
+
+# The rest: conda-forge-like noise. ~20,000 names, many versions and builds each, depending
+# on each other and on python/libzlib (the solver must read and index all of it).
+names = [f"pkg-{i:05d}" for i in range(20_000)]
+i = 0
+while len(packages) < records:
+    name = names[i % len(names)]
+    v = f"{i // len(names) // 5}.{i // len(names) % 5}.{rng.randrange(10)}"
+    deps = [glibc] + [f"{rng.choice(names)} >={rng.randrange(3)}" for _ in range(rng.randrange(6))]
+    if rng.random() < 0.4:
+        deps.append("python >=3.12,<3.13.0a0")
+    add(rec(name, v, f"h{i:07x}_{rng.randrange(3)}", deps), ext=rng.choice([".conda", ".tar.bz2"]))
+    i += 1
+
+work = tempfile.mkdtemp(prefix="envbuild-conda-scale-")
+try:
+    chan = os.path.join(work, "conda-forge")
+    for sub in ("linux-64", "noarch"):
+        os.makedirs(os.path.join(chan, sub))
+    lin = {"info": {"subdir": "linux-64"}, "packages": {}, "packages.conda": {}}
+    noarch = {"info": {"subdir": "noarch"}, "packages": {}, "packages.conda": {}}
+    for fname, r in packages.items():
+        doc = noarch if r["subdir"] == "noarch" else lin
+        doc["packages.conda" if fname.endswith(".conda") else "packages"][fname] = r
+    for sub, doc in (("linux-64", lin), ("noarch", noarch)):
+        with open(os.path.join(chan, sub, "repodata.json"), "w") as f:
+            json.dump(doc, f)
+    size = os.path.getsize(os.path.join(chan, "linux-64", "repodata.json"))
+    spec_dir = os.path.join(work, "spec")
+    os.makedirs(spec_dir)
+    with open(os.path.join(ROOT, "specs/conda-forge-torch210/envbuild.toml")) as f:
+        spec = f.read()
+    with open(os.path.join(spec_dir, "envbuild.toml"), "w") as f:
+        f.write(spec + "\n[lock]\nclosure = true\nbase-digest = false\n")
+    env = dict(os.environ, ENVBUILD_CONDA_CHANNEL_ALIAS="file://" + work)
+
+    def run(args):
+        t = time.monotonic()
+        out = subprocess.run(["/usr/bin/time", "-f", "%M", binary, "lock", "envbuild.toml"] + args,
+                             cwd=spec_dir, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - t
+        if out.returncode != 0:
+            sys.exit(f"envbuild lock failed:\n{out.stderr}")
+        peak_kib = int(out.stderr.strip().splitlines()[-1])
+        return wall, peak_kib
+
+    wall, peak = run(["--upgrade"])
+    with open(os.path.join(spec_dir, "envbuild.lock")) as f:
+        closure = sum(1 for line in f if line.startswith("[[closure]]"))
+    reuse = sorted(run([])[0] for _ in range(5))[2]
+    print(f"records: {len(packages)} (linux-64 repodata.json {size / 1e6:.0f} MB)")
+    print(f"lock --upgrade (read, parse, solve): {wall:.1f} s, peak RSS {peak / 1024:.0f} MiB, "
+          f"{closure} packages in the closure")
+    print(f"lock, closure unchanged (median of 5): {reuse * 1000:.0f} ms")
+finally:
+    shutil.rmtree(work)
