@@ -130,6 +130,21 @@ pub struct ImageRun {
     pub published: Vec<Published>,
     /// Build and test were skipped on the registry's word.
     pub from_registry: bool,
+    /// With `--push`: the `install` stage's registry cache, as [`ImageEvent::InstallCache`]
+    /// said it (`None` when none was attempted).
+    pub install_cache: Option<InstallCacheOutcome>,
+}
+
+/// The `install` stage's push as the registry build cache.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct InstallCacheOutcome {
+    pub reference: String,
+    /// The pushed digest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+    /// Why it was not pushed (a warning: only a later build's cache is lost).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_pushed: Option<String>,
 }
 
 /// The lock, checked like `envbuild lock --locked` (or rewritten with `update_lock`).
@@ -476,6 +491,7 @@ pub async fn build_and_test(
         };
         smokes.push(test.run(interrupt.clone(), on_event).await?);
     }
+    let mut install_cache = None;
     let published = match &opts.push {
         Some(repo) => {
             let lock = &rendered.lock_hash;
@@ -498,7 +514,7 @@ pub async fn build_and_test(
                     creds: creds.as_ref(),
                     creds_for: &creds_for,
                 };
-                cache.push(interrupt.clone(), on_event).await?;
+                install_cache = Some(cache.push(interrupt.clone(), on_event).await?);
             }
             published
         }
@@ -509,6 +525,7 @@ pub async fn build_and_test(
         smokes,
         published,
         from_registry: false,
+        install_cache,
     })
 }
 
@@ -563,6 +580,7 @@ async fn registry_skip(
         smokes,
         published: found.into_iter().map(|(p, _)| p).collect(),
         from_registry: true,
+        install_cache: None,
     }))
 }
 
@@ -631,32 +649,32 @@ impl InstallCache<'_> {
         &self,
         interrupt: Interrupt,
         on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
-    ) -> Result<(), Failure> {
+    ) -> Result<InstallCacheOutcome, Failure> {
         let reference = self.repo.tagged(crate::core::registry::INSTALL_CACHE_TAG);
         let result = tokio::select! {
             r = self.build_and_push(on_event) => r,
             _ = interrupt => Err(drun::interrupted("the install cache build")),
         };
         let interrupted = |f: &Failure| f.diagnostics.iter().any(|d| d.code == codes::INTERRUPTED);
-        match &result {
+        let outcome = match &result {
             Err(f) if interrupted(f) => return Err(f.clone()),
-            Ok(Some(digest)) => on_event(ImageEvent::InstallCache {
-                reference: &reference,
-                result: Ok(digest),
-            }),
-            Ok(None) => on_event(ImageEvent::InstallCache {
-                reference: &reference,
-                result: Err("the legacy builder stores no inline cache"),
-            }),
-            Err(f) => {
-                let why = f.to_string();
-                on_event(ImageEvent::InstallCache {
-                    reference: &reference,
-                    result: Err(why.trim()),
-                })
-            }
-        }
-        Ok(())
+            Ok(Some(digest)) => Ok(digest.clone()),
+            Ok(None) => Err("the legacy builder stores no inline cache".to_string()),
+            Err(f) => Err(f.to_string().trim().to_string()),
+        };
+        on_event(ImageEvent::InstallCache {
+            reference: &reference,
+            result: outcome.as_deref().map_err(String::as_str),
+        });
+        let (digest, not_pushed) = match outcome {
+            Ok(d) => (Some(d), None),
+            Err(why) => (None, Some(why)),
+        };
+        Ok(InstallCacheOutcome {
+            reference,
+            digest,
+            not_pushed,
+        })
     }
 
     /// The pushed digest; `None` when the legacy builder built the stage (no inline cache, so

@@ -132,7 +132,7 @@ fn report_run(
 }
 
 /// The `--json` fields of one spec's run besides its smoke verdicts: builds, lock hash, what
-/// was pushed, and `skipped: registry`.
+/// was pushed (the install stage's registry cache too), and `skipped: registry`.
 pub(super) fn run_json(
     rendered: &RenderedImage,
     result: &ImageRun,
@@ -164,6 +164,12 @@ pub(super) fn run_json(
         extra.insert(
             "pushed".into(),
             serde_json::to_value(&result.published).unwrap_or_default(),
+        );
+    }
+    if let Some(cache) = &result.install_cache {
+        extra.insert(
+            "install_cache".into(),
+            serde_json::to_value(cache).unwrap_or_default(),
         );
     }
     if result.from_registry {

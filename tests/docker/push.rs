@@ -333,6 +333,15 @@ fn a_pushed_image_is_the_next_builds_registry_cache() {
         let local = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
         let pushed = doc["pushed"][0]["image"].as_str().unwrap().to_string();
         let digest = doc["pushed"][0]["digest"].as_str().unwrap().to_string();
+        // The JSON says where the install stage's cache went, by digest.
+        let cache = &doc["install_cache"];
+        assert_eq!(cache["reference"], install_ref.as_str(), "{doc}");
+        assert!(
+            cache["digest"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("sha256:")),
+            "{doc}"
+        );
         (err, local, pushed, digest)
     };
     let remote = |reference: &str| {
