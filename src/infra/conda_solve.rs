@@ -72,22 +72,37 @@ const PROXY_HINT: &str = "check the proxy that HTTPS_PROXY (or ALL_PROXY) names,
 
 const REACH_HINT: &str = "check that the channel answers from this machine (`ENVBUILD_CONDA_CHANNEL_ALIAS` points channel names at a mirror)";
 
-/// The channel's records for every subdir, in the inputs' channel and subdir order.
+/// The channel's records for every subdir, in the inputs' channel and subdir order. Every
+/// repodata.json is fetched at once (a solve over conda-forge, nvidia and pytorch waits for the
+/// slowest download, not their sum); each is parsed in turn.
 fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::bug(format!("cannot start the async runtime: {e}")))?;
     let client = client()?;
+    let urls: Vec<String> = inputs
+        .channels
+        .iter()
+        .flat_map(|ch| {
+            inputs
+                .subdirs
+                .iter()
+                .map(move |sub| format!("{ch}/{sub}/repodata.json"))
+        })
+        .collect();
+    let bodies = rt.block_on(futures_util::future::join_all(
+        urls.iter().map(|url| fetch(&client, url)),
+    ));
+    let mut bodies = urls.iter().zip(bodies);
     let mut out = Vec::new();
     for ch in &inputs.channels {
         let base = Url::parse(&format!("{ch}/"))
             .map_err(|e| failed(format!("channel URL `{ch}`: {e}"), REACH_HINT))?;
         let channel = Channel::from_url(base.clone());
         let mut found = false;
-        for sub in &inputs.subdirs {
-            let url = format!("{ch}/{sub}/repodata.json");
-            let Some(bytes) = rt.block_on(fetch(&client, &url))? else {
+        for (url, body) in bodies.by_ref().take(inputs.subdirs.len()) {
+            let Some(bytes) = body? else {
                 out.push(Vec::new());
                 continue;
             };
@@ -309,7 +324,7 @@ fn virtual_packages(inputs: &CondaInputs) -> Result<Vec<GenericVirtualPackage>, 
 /// Solve `inputs` for the target; `hold` are match specs (`name==version=build`) every solution
 /// must satisfy (`--upgrade-package` holds the rest of the lock with them).
 pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec<Solved>, Failure> {
-    let repodata = fetch_all(inputs)?;
+    // The specs first: one that does not parse fails before any download.
     let specs = inputs
         .specs
         .iter()
@@ -319,6 +334,7 @@ pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec
         .iter()
         .map(|s| match_spec(s, alias))
         .collect::<Result<Vec<_>, _>>()?;
+    let repodata = fetch_all(inputs)?;
     let task = SolverTask {
         available_packages: repodata.iter().collect::<Vec<_>>(),
         locked_packages: Vec::new(),
