@@ -24,10 +24,11 @@ pub fn explicit_file_name(lock: &Lock) -> String {
     format!("conda-{}.txt", lock.platform.as_str())
 }
 
-/// The order conda links an explicit file's packages in. conda links them in the file's order
-/// (no solve, no sort), which matters only to post-link scripts; micromamba and rattler order
-/// them themselves. The lock carries no dependency edges, so a true topological order cannot be
-/// computed here: the conda-forge graph's roots (`_libgcc_mutex`, `_openmp_mutex`: names that
+/// The order of an explicit file's lines. conda sorts an explicit install by dependency itself
+/// (conda/conda#4535), as do micromamba and rattler; the order is for an installer that links
+/// in file order, where a noarch Python package linked before `python` fails. The lock carries
+/// no dependency edges, so a true topological order cannot be computed here: the conda-forge
+/// graph's roots (`_libgcc_mutex`, `_openmp_mutex`: names that
 /// start with `_`) come first, then the platform's packages (libraries, python), then `noarch`
 /// ones (pure Python, which need python present), each group by name.
 pub fn link_order(lock: &Lock) -> Vec<&ClosurePkg> {
