@@ -83,149 +83,199 @@ struct Frame {
 
 /// Reads `text`, the file of module `module`.
 pub fn scan(module: &str, text: &str) -> Scan {
-    let toks = tokens(text);
-    let mut s = Scan {
-        ctxs: vec![Ctx {
-            module: module.to_string(),
-            qual: module.to_string(),
-            test: false,
-        }],
-        ..Scan::default()
+    let mut sc = Scanner {
+        toks: tokens(text),
+        s: Scan {
+            ctxs: vec![Ctx {
+                module: module.to_string(),
+                qual: module.to_string(),
+                test: false,
+            }],
+            ..Scan::default()
+        },
+        stack: vec![Frame { ctx: 0, func: None }],
+        pending: None,
+        depth: 0,
+        cfg_test: false,
     };
-    let mut stack = vec![Frame { ctx: 0, func: None }];
-    let mut pending: Option<Opening> = None;
-    let mut depth = 0i32;
-    let mut cfg_test = false;
     let mut i = 0;
-    while i < toks.len() {
-        let ctx = stack.last().map_or(0, |f| f.ctx);
-        let t = &toks[i];
-        let next = |k: usize| toks.get(i + k);
-        let inner = next(1).is_some_and(|n| n.is("!"));
-        let open = if inner { i + 2 } else { i + 1 };
-        if t.is("#") && toks.get(open).is_some_and(|t| t.is("[")) {
-            let close = matching(&toks, open);
-            let is_cfg_test = toks.get(open + 1..close).is_some_and(|a| {
-                a.iter()
-                    .map(|t| t.text.as_str())
-                    .eq(["cfg", "(", "test", ")"])
-            });
-            if is_cfg_test && inner {
-                s.ctxs[ctx].test = true;
-            } else if is_cfg_test {
-                cfg_test = true;
-            }
-            i = close + 1;
-            continue;
+    while i < sc.toks.len() {
+        i = sc.step(i);
+    }
+    sc.s
+}
+
+/// The walk over one file's tokens.
+struct Scanner {
+    toks: Vec<Token>,
+    s: Scan,
+    /// The open braces, innermost last.
+    stack: Vec<Frame>,
+    /// An item header read up to its `{` (or its `;`: then it has no body).
+    pending: Option<Opening>,
+    /// Parentheses and brackets open since the pending header began.
+    depth: i32,
+    /// A `#[cfg(test)]` waiting for the item it stands on.
+    cfg_test: bool,
+}
+
+impl Scanner {
+    /// Reads what starts at token `i`; returns the index to go on from.
+    fn step(&mut self, i: usize) -> usize {
+        let ctx = self.stack.last().map_or(0, |f| f.ctx);
+        if let Some(next) = self.attribute(i, ctx) {
+            return next;
         }
-        if t.is("use") && pending.is_none() {
-            let line = t.line;
+        if let Some(next) = self.import(i, ctx) {
+            return next;
+        }
+        if let Some(next) = self.item_head(i, ctx) {
+            return next;
+        }
+        self.punct(i, ctx);
+        code_path(&mut self.s, &self.toks, i, ctx);
+        i + 1
+    }
+
+    /// `#[..]` or `#![..]`: a `cfg(test)` marks the next item, or the module it is inside.
+    fn attribute(&mut self, i: usize, ctx: usize) -> Option<usize> {
+        let toks = &self.toks;
+        let inner = toks.get(i + 1).is_some_and(|n| n.is("!"));
+        let open = if inner { i + 2 } else { i + 1 };
+        if !toks[i].is("#") || !toks.get(open).is_some_and(|t| t.is("[")) {
+            return None;
+        }
+        let close = matching(toks, open);
+        let is_cfg_test = toks.get(open + 1..close).is_some_and(|a| {
+            a.iter()
+                .map(|t| t.text.as_str())
+                .eq(["cfg", "(", "test", ")"])
+        });
+        if is_cfg_test && inner {
+            self.s.ctxs[ctx].test = true;
+        } else if is_cfg_test {
+            self.cfg_test = true;
+        }
+        Some(close + 1)
+    }
+
+    /// A `use` declaration or an `extern crate`.
+    fn import(&mut self, i: usize, ctx: usize) -> Option<usize> {
+        let toks = &self.toks;
+        let t = &toks[i];
+        if t.is("use") && self.pending.is_none() {
             let mut out = Vec::new();
-            i = use_tree(&toks, i + 1, Vec::new(), &mut out);
+            let next = use_tree(toks, i + 1, Vec::new(), &mut out);
             for (name, path) in out {
-                s.uses.push(Use {
+                self.s.uses.push(Use {
                     ctx,
-                    line,
+                    line: t.line,
                     name,
                     path,
                 });
             }
-            cfg_test = false;
-            continue;
+            self.cfg_test = false;
+            return Some(next);
         }
-        if t.is("extern") && next(1).is_some_and(|n| n.is("crate")) {
-            if let Some(name) = next(2).and_then(Token::ident) {
-                let alias = match (next(3), next(4).and_then(Token::ident)) {
-                    (Some(a), Some(alias)) if a.is("as") => alias,
-                    _ => name,
-                };
-                s.uses.push(Use {
-                    ctx,
-                    line: t.line,
-                    name: Some(alias.to_string()),
-                    path: vec!["::".into(), name.into()],
-                });
-            }
-            i += 3;
-            continue;
+        if !t.is("extern") || !toks.get(i + 1).is_some_and(|n| n.is("crate")) {
+            return None;
         }
-        match (t.ident(), next(1)) {
-            (Some("mod"), Some(n)) if n.kind == Kind::Ident && pending.is_none() => {
-                let test = cfg_test || s.ctxs[ctx].test;
-                cfg_test = false;
-                if next(2).is_some_and(|t| t.is("{")) {
-                    pending = Some(Opening::Mod(n.text.clone(), test));
-                } else {
-                    s.mods.push(ModDecl {
-                        parent: s.ctxs[ctx].module.clone(),
-                        name: n.text.clone(),
+        if let Some(name) = toks.get(i + 2).and_then(Token::ident) {
+            let alias = match (toks.get(i + 3), toks.get(i + 4).and_then(Token::ident)) {
+                (Some(a), Some(alias)) if a.is("as") => alias,
+                _ => name,
+            };
+            self.s.uses.push(Use {
+                ctx,
+                line: t.line,
+                name: Some(alias.to_string()),
+                path: vec!["::".into(), name.into()],
+            });
+        }
+        Some(i + 3)
+    }
+
+    /// `mod name`, `fn name`, `trait Name`, `impl ..`: the header of an item with a body.
+    fn item_head(&mut self, i: usize, ctx: usize) -> Option<usize> {
+        if self.pending.is_some() {
+            return None;
+        }
+        let t = &self.toks[i];
+        let name = self
+            .toks
+            .get(i + 1)
+            .and_then(Token::ident)
+            .map(str::to_string);
+        let (opening, next) = match (t.ident()?, name) {
+            ("mod", Some(name)) => {
+                let test = self.cfg_test || self.s.ctxs[ctx].test;
+                self.cfg_test = false;
+                if !self.toks.get(i + 2).is_some_and(|t| t.is("{")) {
+                    self.s.mods.push(ModDecl {
+                        parent: self.s.ctxs[ctx].module.clone(),
+                        name,
                         test,
                         inline: false,
                     });
+                    return Some(i + 2);
                 }
-                i += 2;
-                continue;
+                (Opening::Mod(name, test), i + 2)
             }
-            (Some("fn"), Some(n)) if n.kind == Kind::Ident && pending.is_none() => {
-                pending = Some(Opening::Fn(n.text.clone(), t.line));
-                depth = 0;
-                cfg_test = false;
-                i += 2;
-                continue;
-            }
-            (Some("trait"), Some(n)) if n.kind == Kind::Ident && pending.is_none() => {
-                pending = Some(Opening::Trait(n.text.clone()));
-                depth = 0;
-                cfg_test = false;
-                i += 2;
-                continue;
-            }
-            (Some("impl"), _) if pending.is_none() && item_position(&toks, i) => {
-                pending = Some(Opening::Impl(i + 1));
-                depth = 0;
-                cfg_test = false;
-                i += 1;
-                continue;
-            }
-            _ => {}
+            ("fn", Some(name)) => (Opening::Fn(name, t.line), i + 2),
+            ("trait", Some(name)) => (Opening::Trait(name), i + 2),
+            ("impl", _) if item_position(&self.toks, i) => (Opening::Impl(i + 1), i + 1),
+            _ => return None,
+        };
+        self.pending = Some(opening);
+        self.depth = 0;
+        self.cfg_test = false;
+        Some(next)
+    }
+
+    /// Brackets, the `;` that ends a body-less item, and the braces that open and close frames.
+    fn punct(&mut self, i: usize, ctx: usize) {
+        let t = &self.toks[i];
+        if t.kind == Kind::Lit || t.kind == Kind::Lifetime {
+            return;
         }
         match t.text.as_str() {
-            _ if t.kind == Kind::Lit || t.kind == Kind::Lifetime => {}
-            "(" | "[" => depth += 1,
-            ")" | "]" => depth -= 1,
-            ";" if depth == 0 => {
-                pending = None;
-                cfg_test = false;
+            "(" | "[" => self.depth += 1,
+            ")" | "]" => self.depth -= 1,
+            ";" if self.depth == 0 => {
+                self.pending = None;
+                self.cfg_test = false;
             }
             "{" => {
-                let open = if depth == 0 { pending.take() } else { None };
-                let frame = open_frame(&mut s, &toks, ctx, i, open);
-                stack.push(frame);
-                cfg_test = false;
+                let open = if self.depth == 0 {
+                    self.pending.take()
+                } else {
+                    None
+                };
+                let frame = open_frame(&mut self.s, &self.toks, ctx, i, open);
+                self.stack.push(frame);
+                self.cfg_test = false;
             }
             "}" => {
                 if let Some(Frame {
                     ctx,
                     func: Some((name, line)),
-                }) = stack.pop()
+                }) = self.stack.pop()
                 {
-                    s.fns.push(Func {
+                    let lines = t.line - line + 1;
+                    self.s.fns.push(Func {
                         ctx,
                         name,
                         line,
-                        lines: t.line - line + 1,
+                        lines,
                     });
                 }
-                if stack.is_empty() {
-                    stack.push(Frame { ctx: 0, func: None });
+                if self.stack.is_empty() {
+                    self.stack.push(Frame { ctx: 0, func: None });
                 }
             }
             _ => {}
         }
-        code_path(&mut s, &toks, i, ctx);
-        i += 1;
     }
-    s
 }
 
 /// The index of the `]` that closes the `[` at `open`.
