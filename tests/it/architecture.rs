@@ -430,7 +430,10 @@ fn planted_printing_stdin_sleep_and_clocks_in_core_fail() {
          std::thread::sleep(d);\n\
          thread::sleep(d);\n\
          let _ = (Instant::now(), SystemTime::now());\n\
-         }\n",
+         }\n\
+         #[cfg(test)]\n\
+         mod tests {}\n\
+         pub fn after_the_tests() { print!(\"x\"); }\n",
     )]);
     let f = "core/a.rs";
     assert_eq!(
@@ -448,6 +451,7 @@ fn planted_printing_stdin_sleep_and_clocks_in_core_fail() {
             impure(f, 12, "std::thread::sleep"),
             impure(f, 13, "SystemTime::now"),
             impure(f, 13, "std::time::Instant::now"),
+            impure(f, 17, "print!"),
         ]
     );
 }
