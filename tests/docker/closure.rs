@@ -1,13 +1,9 @@
 //! The closure lock's Docker test: the image's own pip agrees with envbuild's resolution, an
 //! image built from the closure passes the closure check, and a later install is drift. Its
-//! fixtures (the made-up index) are tests/it/closure.rs's, compiled here too.
+//! fixtures (the made-up index) are the shared ones of tests/it/closure.rs (`support::closure`).
 
-#[path = "../it/closure.rs"]
-#[allow(dead_code, unused_imports)]
-mod fixtures;
-
+use crate::support::closure::*;
 use crate::support::*;
-use fixtures::*;
 use std::fs;
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! End-to-end tests against the real Docker engine on this machine: base images are made
-//! locally (tests/support), nothing is pulled. Outside CI they are reported as ignored, saying
+//! locally (tests/docker/engine_support.rs), nothing is pulled. Outside CI they are reported as ignored, saying
 //! why, when no engine answers; with CI=true they fail instead. Every test checks that no smoke
 //! container (label `dev.envbuild.smoke=1`) is left behind.
 

@@ -1,12 +1,11 @@
 //! The Docker test of `table learn`'s area: `envbuild test --lock` warns in its JSON document
-//! where the table is wrong. Its fixtures are tests/it/learn.rs's, compiled here too.
+//! where the table is wrong. Its fixtures are the shared ones of tests/it/learn.rs
+//! (`support::learn`).
 
-#[path = "../it/learn.rs"]
-#[allow(dead_code, unused_imports)]
-mod fixtures;
-
+use crate::support::learn::{
+    learn, lock_with, mismatch_messages, os, real_report, table_claiming_ptx,
+};
 use crate::support::{envbuild, root, stderr_of, stdout_of, tempdir, write};
-use fixtures::{learn, lock_with, mismatch_messages, os, real_report, table_claiming_ptx};
 
 /// The tests in this file, for the harness (tests/docker/main.rs).
 pub fn trials() -> Vec<libtest_mimic::Trial> {

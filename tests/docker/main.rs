@@ -27,11 +27,10 @@ macro_rules! trials {
     }};
 }
 
-#[path = "../support/mod.rs"]
+/// The shared test support (tests/support), by the name the `it` target gives it too.
+use envbuild_test_support as support;
+
 mod engine_support;
-#[path = "../it/support.rs"]
-#[allow(dead_code)]
-mod support;
 
 mod bases;
 mod bench;

@@ -2,84 +2,9 @@
 //! (tests/fixtures/fake_index.py) served as a `file://` PEP 503 index, resolved by the host's
 //! pip through envbuild; then reuse, `--upgrade`, `--offline`, `--locked`, ranges and render.
 
+use crate::support::closure::*;
 use crate::support::*;
 use std::fs;
-use std::path::Path;
-
-/// The made-up index: torch needs `nvidia-x` (2.0 only for glibc >= 2.34), `numpy-like` (1.2
-/// only for Python >= 3.12, by its Requires-Python) and, on Python < 3.12 only, `oldpy-shim`.
-/// The host's Python (3.11 here) is not the target's, so the shim must appear, and numpy-like
-/// 1.2 must not, only when the target's Python says so.
-pub(crate) const WHEELS: &str = r#"[
- {"name": "torch", "version": "2.14.1",
-  "requires": ["nvidia-x", "numpy-like>=1.0", "oldpy-shim; python_version < \"3.12\""]},
- {"name": "nvidia-x", "version": "1.0", "tag": "py3-none-manylinux_2_17_x86_64"},
- {"name": "nvidia-x", "version": "2.0", "tag": "py3-none-manylinux_2_34_x86_64"},
- {"name": "numpy-like", "version": "1.0"},
- {"name": "numpy-like", "version": "1.2", "requires_python": ">=3.12"},
- {"name": "oldpy-shim", "version": "1.0"},
- {"name": "einops-like", "version": "0.8.0"},
- {"name": "einops-like", "version": "0.9.0"}
-]"#;
-
-/// Add wheels to the index at `dir` (created if needed).
-pub fn add_wheels(dir: &Path, json: &str) {
-    let st = std::process::Command::new("python3")
-        .arg(fixture("fake_index.py"))
-        .arg(dir)
-        .arg(json)
-        .status()
-        .expect("python3");
-    assert!(st.success(), "fake_index.py failed");
-}
-
-/// A spec locking torch 2.14.1 (no companions) for Python `python` and glibc `glibc`, its
-/// closure from the index at `index`, with `extra` lines at the top level. The base image's
-/// digest is left out (no registry here; tests/docker/base_digest.rs covers it).
-pub fn closure_spec(name: &str, python: &str, glibc: &str, index: &Path, extra: &str) -> String {
-    format!(
-        "name = \"{name}\"\npython = \"{python}\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
-         torchaudio = false\n{extra}\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H200\"]\n\
-         glibc = \"{glibc}\"\n\n[lock]\nclosure = true\nindex-url = \"file://{}/simple\"\n\
-         base-digest = false\n",
-        index.display()
-    )
-}
-
-pub(crate) fn sha256_file(p: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(fs::read(p).unwrap());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-pub(crate) fn lock_in(dir: &Path, args: &[&str]) -> std::process::Output {
-    envbuild()
-        .current_dir(dir)
-        .arg("lock")
-        .arg("envbuild.toml")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// (name, version) of every closure entry of the lock in `dir`.
-pub(crate) fn closure_of(dir: &Path) -> Vec<(String, String)> {
-    let lock = envbuild::core::lock::Lock::from_toml(
-        &fs::read_to_string(dir.join("envbuild.lock")).unwrap(),
-    )
-    .unwrap();
-    lock.closure
-        .iter()
-        .map(|p| (p.name.clone(), p.version.clone()))
-        .collect()
-}
-
-pub(crate) fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
-    v.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
 
 #[test]
 fn the_closure_is_resolved_for_the_target_with_hashes() {

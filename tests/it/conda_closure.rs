@@ -5,12 +5,9 @@
 //! priority; hashes; reuse without a request; `--upgrade`, `--upgrade-package`, `--offline`;
 //! and pip extras resolved for the conda environment's Python.
 
-#[path = "../support/conda_channel.rs"]
-mod conda_channel;
-
-use crate::closure::{add_wheels, WHEELS};
+use crate::support::closure::{add_wheels, sha256_file, WHEELS};
+use crate::support::conda_channel::{add_packages, md5_file, Server};
 use crate::support::*;
-use conda_channel::{add_packages, md5_file, Server};
 use envbuild::core::lock::Lock;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -141,7 +138,7 @@ fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {
         let file = p.url.rsplit('/').next().unwrap();
         let path = ch.path().join(channel).join(subdir).join(file);
         assert_eq!(p.url, format!("{}/{channel}/{subdir}/{file}", server.url));
-        assert_eq!(p.sha256, crate::closure::sha256_file(&path), "{}", p.name);
+        assert_eq!(p.sha256, sha256_file(&path), "{}", p.name);
         assert_eq!(
             p.md5.as_deref(),
             Some(md5_file(&path).as_str()),

@@ -7,71 +7,14 @@
 //! `compute_120` PTX (as the row did) or a report that says the opposite of whatever the embedded
 //! row says: both stay true whichever way the row reads.
 
+use crate::support::learn::{
+    embedded_table, learn, lock_with, mismatch_messages, os, real_report, row_2_14_cu130,
+    table_claiming_ptx,
+};
 use crate::support::{envbuild, fixture, root, stderr_of, stdout_of, tempdir, write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const REAL_FLAGS: &str = "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120";
-
-pub(crate) fn real_report() -> PathBuf {
-    fixture("reports/pypi-torch2141-cu130.json")
-}
-
-/// `envbuild table --toml`, parsed.
-fn embedded_table() -> toml::Table {
-    let out = envbuild().args(["table", "--toml"]).output().unwrap();
-    assert!(out.status.success());
-    stdout_of(&out).parse().expect("the table is TOML")
-}
-
-/// The `[[wheel]]` row of torch 2.14 cu130.
-fn row_2_14_cu130(t: &mut toml::Table) -> &mut toml::Table {
-    t["wheel"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .filter_map(|w| w.as_table_mut())
-        .find(|w| w["torch"].as_str() == Some("2.14") && w["variant"].as_str() == Some("cu130"))
-        .expect("the table has torch 2.14 cu130")
-}
-
-/// A table whose 2.14 cu130 row claims `compute_120` PTX (what the embedded row said before the
-/// real build was read).
-pub(crate) fn table_claiming_ptx(dir: &Path) -> PathBuf {
-    let mut t = embedded_table();
-    row_2_14_cu130(&mut t).insert("ptx".into(), toml::Value::Array(vec!["12.0".into()]));
-    write(dir, "claims-ptx.toml", &toml::to_string(&t).unwrap())
-}
-
-/// `envbuild [--table T] lock SPEC --out DIR`: the lock's text.
-pub(crate) fn lock_with(table: Option<&Path>, spec: &Path, dir: &Path) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut cmd = envbuild();
-    if let Some(t) = table {
-        cmd.arg("--table").arg(t);
-    }
-    let out = cmd
-        .arg("lock")
-        .arg(spec)
-        .arg("--out")
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr_of(&out));
-    std::fs::read_to_string(dir.join("envbuild.lock")).unwrap()
-}
-
-/// `envbuild [--table T] table learn ARGS...`.
-pub(crate) fn learn(table: Option<&Path>, args: &[&std::ffi::OsStr]) -> std::process::Output {
-    let mut cmd = envbuild();
-    if let Some(t) = table {
-        cmd.arg("--table").arg(t);
-    }
-    cmd.args(["table", "learn"]).args(args).output().unwrap()
-}
-
-pub(crate) fn os(s: &Path) -> &std::ffi::OsStr {
-    s.as_os_str()
-}
 
 #[test]
 fn the_real_2141_build_corrects_a_table_that_claims_ptx() {
@@ -158,19 +101,6 @@ fn smoke(table: Option<&Path>, lock: &Path, torch: &Path) -> (i32, serde_json::V
         .unwrap();
     let doc = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     (out.status.code().unwrap(), doc, stderr_of(&out))
-}
-
-pub(crate) fn mismatch_messages(doc: &serde_json::Value) -> Vec<String> {
-    doc["diagnostics"]
-        .as_array()
-        .expect("a diagnostics list")
-        .iter()
-        .filter(|d| d["code"] == "TABLE_MISMATCH")
-        .map(|d| {
-            assert_eq!(d["severity"], "warning");
-            d["message"].as_str().unwrap().to_string()
-        })
-        .collect()
 }
 
 #[test]

@@ -198,9 +198,7 @@ fn published_cuda(g: &Gen) -> Vec<String> {
     list.iter().map(|v| v.to_string()).collect()
 }
 
-#[path = "../support/hint_apply.rs"]
-mod hint_apply;
-use hint_apply::apply_hint as apply;
+use crate::support::hint_apply::apply_hint as apply;
 
 /// The alternatives a hint proposes, when it proposes values (`use key = "value"`,
 /// `pin it: key = "value"`); hints with "e.g." show syntax and claim nothing.

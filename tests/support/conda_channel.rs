@@ -1,20 +1,18 @@
 //! Test support for the conda closure: conda channels of real package files that
 //! `tests/fixtures/fake_channel.py` writes (`.tar.bz2` with info/index.json, info/paths.json and
 //! a payload; a repodata.json per subdir computed from them), served over HTTP on 127.0.0.1 by
-//! a std-only thread server that counts the requests it answers. Included with `#[path]`.
-#![allow(dead_code)]
+//! a std-only thread server that counts the requests it answers. Used by tests/it/conda_closure.rs.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Add packages (fake_channel.py's JSON) to the channels under `dir`.
 pub fn add_packages(dir: &Path, json: &str) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_channel.py");
     let st = std::process::Command::new("python3")
-        .arg(script)
+        .arg(crate::fixture("fake_channel.py"))
         .arg(dir)
         .arg(json)
         .status()
