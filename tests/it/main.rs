@@ -15,6 +15,8 @@ mod import;
 mod learn;
 mod lock;
 mod matrix;
+// ARCHITECTURE.md's module index, generated from each src file's `//!` doc.
+mod module_index;
 mod one_validation;
 mod readme;
 mod render;
