@@ -1,8 +1,8 @@
-//! The house's shape (the layers in the README's "Architecture" section), checked on the source
+//! The house's shape (the layers in ARCHITECTURE.md), checked on the source
 //! by a small checker (`architecture/checker.rs`) over a tree of files: layers used one way only, a pure
 //! core, no long functions, no loops between sibling modules, a module doc on every file, paths
 //! shown through the one escaping helper; then a `rust-version` that the locked dependencies
-//! really allow and the README's module table. The planted-violation tests at the end feed the
+//! really allow (the module index is `module_index.rs`'s). The planted-violation tests at the end feed the
 //! checker one broken tree per rule, so each rule is shown to fail. Reads src/ (I/O: files).
 
 mod checker;
@@ -306,29 +306,6 @@ fn rust_version_is_true() {
     assert!(
         readme.contains(&format!("Rust ({declared} or newer)")),
         "the README must say `Rust ({declared} or newer)`"
-    );
-}
-
-/// The README's module table lists exactly the files under src/ (tests.rs files aside).
-#[test]
-fn the_readme_lists_every_module() {
-    let readme = std::fs::read_to_string(root().join("README.md")).expect("README");
-    let listed: BTreeSet<String> = readme
-        .lines()
-        .filter_map(|l| l.strip_prefix("| `src/"))
-        .filter_map(|l| l.split_once('`'))
-        .map(|(path, _)| format!("src/{path}"))
-        .collect();
-    let files: BTreeSet<String> = source_tree()
-        .keys()
-        .filter(|rel| !rel.ends_with("tests.rs"))
-        .map(|rel| format!("src/{rel}"))
-        .collect();
-    let missing: Vec<_> = files.difference(&listed).collect();
-    let stale: Vec<_> = listed.difference(&files).collect();
-    assert!(
-        missing.is_empty() && stale.is_empty(),
-        "README Architecture table: missing {missing:?}, not in src/ {stale:?}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! docs/ci.md's workflows: every YAML block parses (serde-saphyr), and every `envbuild` command
 //! line in them parses with the real command line (clap), with the matrix fields they use taken
 //! from a real `envbuild matrix` of this repository's specs, and names spec files that exist.
+//! Its command-line splitters also serve the other docs' checks (`readme.rs`).
 
 use super::support::{envbuild, root};
 use clap::Parser;
@@ -139,7 +140,7 @@ fn loop_vars(text: &str) -> BTreeMap<String, String> {
 
 /// The `envbuild ...` command lines in a script text (`$(...)`, `;`, `|`, `&&`, redirections
 /// end one), with `\`-newline continuations joined.
-fn command_lines(script: &str) -> Vec<String> {
+pub(crate) fn command_lines(script: &str) -> Vec<String> {
     let joined = script.replace("\\\n", " ");
     let mut found = Vec::new();
     for line in joined.lines() {
@@ -163,7 +164,7 @@ fn command_lines(script: &str) -> Vec<String> {
 }
 
 /// Shell words: whitespace-separated, with '...' and "..." quoting.
-fn words(line: &str) -> Vec<String> {
+pub(crate) fn words(line: &str) -> Vec<String> {
     let (mut out, mut cur, mut quote, mut any) = (Vec::new(), String::new(), None, false);
     for c in line.chars() {
         match (quote, c) {

@@ -29,6 +29,8 @@ mod learn;
 mod lock;
 // `envbuild matrix` output, and `image SPEC...|DIR` argument handling without an engine.
 mod matrix;
+// ARCHITECTURE.md's module index, generated from each src file's `//!` doc.
+mod module_index;
 // Every string a spec or table carries into a lock passes the rules `render` checks it with.
 mod one_validation;
 // The README: its example locks, its commands exist, every code and cited test exists.
