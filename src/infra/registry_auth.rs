@@ -5,7 +5,8 @@
 //! A secret is never printed, never in a message and never in `Debug` output.
 
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::registry::{CredentialSource, DockerConfig, DOCKER_HUB, DOCKER_HUB_AUTH_KEY};
+use crate::core::docker_config::{CredentialSource, DockerConfig, DOCKER_HUB_AUTH_KEY};
+use crate::core::image_ref::DOCKER_HUB;
 use std::path::PathBuf;
 use std::time::Duration;
 

@@ -8,6 +8,7 @@ use super::context::{build_context, label_target_stage, parse_dockerfile, BuildC
 use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
+use crate::core::image_ref::{is_image_tag, pull_parts};
 use crate::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
 use crate::core::resolve::codes::BASE_HAS_NO_PYTHON;
 use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder};
@@ -136,15 +137,6 @@ pub struct BuildOutcome {
 
 /// How many output lines of a failing step are kept for the error message.
 pub(super) const TAIL_LINES: usize = 15;
-
-fn split_tag(tag: &str) -> (&str, &str) {
-    // The tag is after the last `:` that follows the last `/` (a registry port is not a tag).
-    let slash = tag.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match tag[slash..].rfind(':') {
-        Some(i) => (&tag[..slash + i], &tag[slash + i + 1..]),
-        None => (tag, "latest"),
-    }
-}
 
 fn base_missing(image: &str, host: &str) -> Failure {
     Failure::one(
@@ -300,7 +292,7 @@ async fn pull_base(
     creds: &CredsFor<'_>,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<(), Failure> {
-    let creds = creds(&crate::core::registry::host_of(base))?;
+    let creds = creds(&crate::core::image_ref::host_of(base))?;
     let mut on_progress = |progress| {
         on_event(BuildEvent::Pull {
             image: base.to_string(),
@@ -322,7 +314,7 @@ fn checked_tags(req: &BuildRequest) -> Result<Vec<String>, Failure> {
     let tags: Vec<String> = std::iter::once(req.primary_tag())
         .chain(req.extra_tags.iter().cloned())
         .collect();
-    if let Some(tag) = tags.iter().find(|t| !valid_tag(t)) {
+    if let Some(tag) = tags.iter().find(|t| !is_image_tag(t)) {
         return Err(Failure::usage(
             format!("`{tag}` is not a valid image tag"),
             Some(
@@ -613,44 +605,6 @@ fn strip_sgr(line: &str) -> String {
     out
 }
 
-/// A Docker image reference `name[:tag]` (no digest), as the engine accepts it.
-pub fn valid_tag(reference: &str) -> bool {
-    let (name, tag) = split_tag(reference);
-    let tag_ok = !tag.is_empty()
-        && tag.len() <= 128
-        && !tag.starts_with(['.', '-'])
-        && tag
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-    let mut components = name.split('/').peekable();
-    let mut first = true;
-    let name_ok = !name.is_empty()
-        && name.len() <= 255
-        && std::iter::from_fn(|| components.next()).all(|c| {
-            let host = std::mem::take(&mut first) && (c.contains('.') || c.contains(':'));
-            if host {
-                // `registry.example:5000`
-                !c.is_empty()
-                    && c.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
-            } else {
-                !c.is_empty()
-                    && c.bytes()
-                        .next()
-                        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-                    && c.bytes()
-                        .last()
-                        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-                    && c.bytes().all(|b| {
-                        b.is_ascii_lowercase()
-                            || b.is_ascii_digit()
-                            || matches!(b, b'.' | b'_' | b'-')
-                    })
-            }
-        });
-    tag_ok && name_ok
-}
-
 /// `Step 3/7 : RUN echo hi` → (3, 7, "RUN echo hi").
 pub fn parse_step(line: &str) -> Option<(usize, usize, String)> {
     let rest = line.strip_prefix("Step ")?;
@@ -720,7 +674,7 @@ fn step_failure(
 /// Put the extra tags on an image.
 async fn tag_extra(engine: &Engine, image_id: &str, extra: &[String]) -> Result<(), Failure> {
     for tag in extra {
-        let (repo, t) = split_tag(tag);
+        let (repo, t) = pull_parts(tag);
         let opts = TagImageOptionsBuilder::default().repo(repo).tag(t).build();
         engine
             .call(
@@ -754,30 +708,6 @@ mod tests {
         );
         assert_eq!(parse_step(" ---> Using cache"), None);
         assert_eq!(parse_step("Step x/7 : RUN"), None);
-    }
-
-    #[test]
-    fn splits_tags_with_registry_ports() {
-        assert_eq!(split_tag("a/b:c"), ("a/b", "c"));
-        assert_eq!(split_tag("reg:5000/a/b"), ("reg:5000/a/b", "latest"));
-        assert_eq!(split_tag("reg:5000/a:v1"), ("reg:5000/a", "v1"));
-    }
-
-    #[test]
-    fn tags_are_checked_before_building() {
-        for good in [
-            "env:runtime-0123456789ab",
-            "team/env:v1",
-            "reg.example:5000/a/b:c",
-            "a",
-        ] {
-            assert!(valid_tag(good), "{good}");
-        }
-        for bad in [
-            "Env:v1", "env:", "env:-x", "env:a b", "/env:v", "env/:v", "env:$x", "",
-        ] {
-            assert!(!valid_tag(bad), "{bad}");
-        }
     }
 
     #[test]

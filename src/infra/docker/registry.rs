@@ -7,7 +7,7 @@
 use super::limits::{self, Call};
 use super::{images, is_not_found, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::registry::pull_parts;
+use crate::core::image_ref::pull_parts;
 use crate::infra::docker::codes;
 use crate::infra::registry_auth::Credentials;
 use bollard::auth::DockerCredentials;
