@@ -8,7 +8,6 @@
 //! commands never see a bollard type.
 
 pub mod build;
-pub mod buildkit;
 pub mod context;
 pub(crate) mod errors;
 pub mod gpu_probe;
@@ -131,7 +130,7 @@ fn unreachable_hint() -> String {
 /// Connect to the engine named by `DOCKER_HOST` (or the local socket) and check that it answers.
 pub async fn connect() -> Result<Engine, Failure> {
     let limits = limits::Limits::from_env()?;
-    buildkit::forced()?;
+    build::builder::forced()?;
     // A silent engine at this point is an unreachable one, not a stalled one.
     let ping_limit = limits.ping();
     let host = std::env::var("DOCKER_HOST")
