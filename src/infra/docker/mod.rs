@@ -41,8 +41,6 @@ pub mod codes {
     pub const PULL_FAILED: Code = "PULL_FAILED";
     /// The tested image (or its verdict) could not be pushed.
     pub const PUSH_FAILED: Code = "PUSH_FAILED";
-    /// Registry credentials could not be read, or the registry refused them.
-    pub const REGISTRY_AUTH: Code = "REGISTRY_AUTH";
     /// `test --show-verdict`: the registry holds no verdict for the image, or one for another
     /// digest.
     pub const VERDICT_MISSING: Code = "VERDICT_MISSING";
@@ -55,7 +53,8 @@ pub mod codes {
     pub const BASE_DIGEST_UNAVAILABLE: Code = "BASE_DIGEST_UNAVAILABLE";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
-    /// codes are listed with `smoke::codes`.
+    /// codes are listed with `smoke::codes`, the credentials' `REGISTRY_AUTH` with
+    /// `registry_auth::codes`.
     pub const ALL: &[Code] = &[
         ENGINE_UNREACHABLE,
         ENGINE_ERROR,
@@ -71,7 +70,6 @@ pub mod codes {
         PULL_FAILED,
         PUSH_FAILED,
         BASE_DIGEST_UNAVAILABLE,
-        REGISTRY_AUTH,
         VERDICT_MISSING,
         ENGINE_TIMEOUT,
         CA_BUNDLE_INVALID,
