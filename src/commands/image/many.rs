@@ -6,7 +6,7 @@
 
 use super::progress::{Display, ProgressMode};
 use super::{options, run_json};
-use crate::app::image_many::{self, Job, JobOutcome, JobResult, Limits, Prepared};
+use crate::app::image_many::{self, Job, JobOutcome, JobResult, Prepared, Schedule};
 use crate::cli::ImageArgs;
 use crate::commands::verdicts::{error_suite, failed_diagnostic, mismatches, smoke_json};
 use crate::commands::{eprint_diagnostics, out, print_json, write_junit};
@@ -96,7 +96,7 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
         let mut display = Display::new(mode, &format!("{}/", labels[i]));
         Box::new(move |e| display.event(e))
     };
-    let limits = Limits {
+    let schedule = Schedule {
         jobs: usize::from(args.jobs),
         fail_fast: args.fail_fast,
     };
@@ -117,7 +117,7 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
         start: &sink,
         done: &done,
     };
-    let run = image_many::run_many(&jobs, &opts, limits, progress)?;
+    let run = image_many::run_many(&jobs, &opts, schedule, progress)?;
     let rows = summary_rows(&jobs, &run.results, &opts.variants);
     let table_text = summary_table(&rows);
     if let Some(path) = &args.junit {
