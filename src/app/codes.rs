@@ -26,6 +26,7 @@ pub fn all() -> Vec<&'static str> {
     v.push(crate::core::render::codes::TEMPLATE_ERROR);
     v.extend_from_slice(crate::core::smoke::codes::ALL);
     v.extend_from_slice(crate::infra::docker::codes::ALL);
+    v.push(crate::infra::registry_auth::codes::REGISTRY_AUTH);
     v.sort_unstable();
     v.dedup();
     v

@@ -15,8 +15,8 @@ use super::publish::{self, Published, RegistryWord, ToPublish};
 use super::test::{sent_expectations, smoke, SmokeResult, SmokeSettings};
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
+use crate::core::image_ref::Repository;
 use crate::core::lock::Lock;
-use crate::core::registry::Repository;
 use crate::core::smoke::Expectations;
 use crate::core::smoke::Mode;
 use crate::infra::docker::build::{
@@ -320,8 +320,8 @@ pub fn run(
 fn registry_cache(opts: &ImageOptions, variant: &str, install_stage: bool) -> RegistryCache {
     let mut from = opts.cache_from.clone();
     if let Some(repo) = &opts.push {
-        let own = repo.tagged(&crate::core::registry::cache_tag(variant));
-        let install = repo.tagged(crate::core::registry::INSTALL_CACHE_TAG);
+        let own = repo.tagged(&crate::core::image_ref::cache_tag(variant));
+        let install = repo.tagged(crate::core::image_ref::INSTALL_CACHE_TAG);
         let wanted = std::iter::once(own).chain(install_stage.then_some(install));
         for source in wanted {
             if !from.contains(&source) {
@@ -345,7 +345,7 @@ async fn present_caches(
 ) -> RegistryCache {
     let mut from = Vec::new();
     for source in std::mem::take(&mut cache.from) {
-        let host = crate::core::registry::host_of(&source);
+        let host = crate::core::image_ref::host_of(&source);
         let creds = creds_for(&host).ok().flatten();
         match crate::infra::docker::registry::remote_digest(engine, &source, creds.as_ref()).await {
             Ok(Some(_)) => from.push(source),
@@ -650,7 +650,7 @@ impl InstallCache<'_> {
         interrupt: Interrupt,
         on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
     ) -> Result<InstallCacheOutcome, Failure> {
-        let reference = self.repo.tagged(crate::core::registry::INSTALL_CACHE_TAG);
+        let reference = self.repo.tagged(crate::core::image_ref::INSTALL_CACHE_TAG);
         let result = tokio::select! {
             r = self.build_and_push(on_event) => r,
             _ = interrupt => Err(drun::interrupted("the install cache build")),
@@ -744,7 +744,7 @@ impl InstallCache<'_> {
         on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
     ) -> Result<String, Failure> {
         use crate::infra::docker::registry as reg;
-        let tag = crate::core::registry::INSTALL_CACHE_TAG;
+        let tag = crate::core::image_ref::INSTALL_CACHE_TAG;
         reg::tag(self.engine, image_id, &self.repo.name, tag).await?;
         let mut on_progress = |progress| {
             on_event(ImageEvent::Push {
@@ -1024,15 +1024,15 @@ mod tests {
         opts.push = None;
         assert!(from(&wheel, &opts).is_empty());
         assert_eq!(
-            crate::core::registry::INSTALL_CACHE_TAG,
-            crate::core::registry::cache_tag(INSTALL_STAGE)
+            crate::core::image_ref::INSTALL_CACHE_TAG,
+            crate::core::image_ref::cache_tag(INSTALL_STAGE)
         );
     }
 
     #[test]
     fn image_names_match_the_run_snippets() {
         assert_eq!(image_name("Torch GPU env"), "envbuild/torch-gpu-env");
-        assert!(crate::infra::docker::build::valid_tag(&format!(
+        assert!(crate::core::image_ref::is_image_tag(&format!(
             "{}:runtime-0123456789ab",
             image_name("!!!")
         )));

@@ -80,9 +80,10 @@ pub struct ManyRun {
     pub interrupted: bool,
 }
 
-/// How many specs run at once, and whether the first failure stops the rest.
+/// How many specs run at once, and whether the first failure stops the rest (not the engine
+/// calls' time limits, which are `infra::docker::limits::Limits`).
 #[derive(Debug, Clone, Copy)]
-pub struct Limits {
+pub struct Schedule {
     pub jobs: usize,
     pub fail_fast: bool,
 }
@@ -97,12 +98,12 @@ pub struct Progress<'p, 's> {
     pub done: &'p (dyn Fn(usize, &JobResult) + Sync),
 }
 
-/// Run every job (at most `limits.jobs` at once, in list order as slots free up) and return
+/// Run every job (at most `schedule.jobs` at once, in list order as slots free up) and return
 /// their results. `Err`: nothing ran (no async runtime, no signal handlers, no engine).
 pub fn run_many<'s>(
     jobs: &[Job],
     opts: &ImageOptions,
-    limits: Limits,
+    schedule: Schedule,
     progress: Progress<'_, 's>,
 ) -> Result<ManyRun, Failure> {
     if jobs.iter().all(|j| j.prepared.is_err()) {
@@ -113,7 +114,7 @@ pub fn run_many<'s>(
             .map(|(i, j)| JobResult {
                 outcome: match &j.prepared {
                     // Under fail-fast the first failure cancels the rest, as with an engine.
-                    Err(f) if !limits.fail_fast || i == 0 => JobOutcome::Failed(f.clone()),
+                    Err(f) if !schedule.fail_fast || i == 0 => JobOutcome::Failed(f.clone()),
                     _ => JobOutcome::Cancelled,
                 },
                 elapsed: Duration::ZERO,
@@ -185,7 +186,7 @@ pub fn run_many<'s>(
                         }
                     }
                 };
-                if limits.fail_fast
+                if schedule.fail_fast
                     && !matches!(outcome, JobOutcome::Cancelled)
                     && !outcome.passed()
                 {
@@ -202,7 +203,7 @@ pub fn run_many<'s>(
         };
         let mut results: Vec<(usize, JobResult)> = futures_util::stream::iter(0..jobs.len())
             .map(run_one)
-            .buffer_unordered(limits.jobs.max(1))
+            .buffer_unordered(schedule.jobs.max(1))
             .collect()
             .await;
         results.sort_by_key(|(i, _)| *i);

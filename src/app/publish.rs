@@ -5,11 +5,11 @@
 //! through it, the clock); prints nothing.
 
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::registry::{
-    rfc3339, Repository, TravellingVerdict, VerdictEngine, LABEL_VERDICT, LABEL_VERDICT_FOR,
-    VERDICT_SUFFIX,
-};
+use crate::core::image_ref::Repository;
 use crate::core::smoke::Mode;
+use crate::core::verdict::{
+    rfc3339, TravellingVerdict, VerdictEngine, LABEL_VERDICT, LABEL_VERDICT_FOR, VERDICT_SUFFIX,
+};
 use crate::infra::docker::registry::{self as reg, Progress};
 use crate::infra::docker::run::SmokeOutcome;
 use crate::infra::docker::{self, codes, images, Engine};
@@ -215,7 +215,7 @@ async fn push_cache_tag(
     creds: Option<&Credentials>,
     on_progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<(), Failure> {
-    let cache_tag = crate::core::registry::cache_tag(item.variant);
+    let cache_tag = crate::core::image_ref::cache_tag(item.variant);
     reg::tag(engine, item.image_id, &repo.name, &cache_tag).await?;
     let pushed = reg::push(engine, &repo.name, &cache_tag, creds, on_progress).await;
     let removed = reg::untag(engine, &repo.tagged(&cache_tag)).await;
@@ -241,7 +241,7 @@ impl ShownVerdict {
 /// `test IMAGE --show-verdict`: read `IMAGE`'s verdict from the registry (nothing of the image
 /// itself is pulled; the local verdict cache is not consulted).
 pub fn show_verdict(image: &str) -> Result<ShownVerdict, Failure> {
-    let (name, tag) = crate::core::registry::pull_parts(image);
+    let (name, tag) = crate::core::image_ref::pull_parts(image);
     let has_tag = !image.contains('@') && image.ends_with(&format!(":{tag}"));
     let repo = Repository::parse(name)
         .ok()

@@ -8,9 +8,10 @@ use crate::core::smoke::{Expectations, Mode, SmokeReport};
 use std::path::Path;
 use std::time::Duration;
 
-/// What `smoke` was asked for.
+/// What `smoke` was asked for: the script run by a Python interpreter on this machine (the
+/// container run of `image` and `test` is `infra::docker::run::ContainerSmokeRequest`).
 #[derive(Debug, Clone)]
-pub struct SmokeRequest<'a> {
+pub struct PythonSmokeRequest<'a> {
     pub python: &'a str,
     /// Check against this lock (wins over `expect_file`).
     pub lock: Option<&'a Path>,
@@ -27,7 +28,7 @@ pub struct SmokeRun {
 }
 
 /// Run the smoke test.
-pub fn smoke(table: &Table, req: &SmokeRequest<'_>) -> Result<SmokeRun, Failure> {
+pub fn smoke(table: &Table, req: &PythonSmokeRequest<'_>) -> Result<SmokeRun, Failure> {
     let lock = req.lock.map(super::read_lock).transpose()?;
     let expectations = match (&lock, req.expect_file) {
         (Some(lock), _) => crate::core::expect::expectations_from_lock(lock),

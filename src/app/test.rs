@@ -7,7 +7,7 @@
 use crate::core::diag::Failure;
 use crate::core::smoke::{Expectations, Mode, IMAGE_EXPECT_PATH};
 use crate::infra::docker::errors::image_not_found;
-use crate::infra::docker::run::{run_smoke, Interrupt, SmokeOutcome, SmokeRequest};
+use crate::infra::docker::run::{run_smoke, ContainerSmokeRequest, Interrupt, SmokeOutcome};
 use crate::infra::docker::{self, images, run, Engine};
 use std::path::Path;
 use std::time::Duration;
@@ -66,7 +66,7 @@ pub async fn smoke(
         .and_then(|e| e.min_shm_bytes)
         .unwrap_or(0);
     let shm = settings.shm_bytes.max(need).min(i64::MAX as u64) as i64;
-    let req = SmokeRequest {
+    let req = ContainerSmokeRequest {
         image: image.to_string(),
         expectations,
         script: Some(crate::core::smoke::SCRIPT.as_bytes().to_vec()),

@@ -215,7 +215,7 @@ pub struct ImageArgs {
     /// Push each image that passed to REGISTRY/REPO:VARIANT-<lock hash12>, with its verdict
     /// beside it (tag `...verdict`); skip build and test when the registry already holds both.
     #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
-    pub push: Option<crate::core::registry::Repository>,
+    pub push: Option<crate::core::image_ref::Repository>,
     /// With BuildKit: reuse the layers of IMAGE (`REGISTRY/REPO:TAG`, pushed with an inline
     /// cache) as a build cache; repeatable. With --push, REGISTRY/REPO:VARIANT-cache is used too.
     #[arg(long = "cache-from", value_name = "IMAGE", value_parser = parse::cache_source)]
@@ -254,7 +254,7 @@ pub struct MatrixArgs {
     pub variant: Option<MatrixVariant>,
     /// Add `pushed`: the name `image --push REGISTRY/REPO` gives each image in the registry.
     #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
-    pub repo: Option<crate::core::registry::Repository>,
+    pub repo: Option<crate::core::image_ref::Repository>,
 }
 
 /// `matrix --variant`.

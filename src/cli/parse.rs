@@ -15,15 +15,15 @@ pub fn size(s: &str) -> Result<u64, String> {
     }
 }
 
-/// A repository for `image --push`: `[HOST[:PORT]/]PATH` (see `core::registry::Repository`).
-pub fn repository(s: &str) -> Result<crate::core::registry::Repository, String> {
-    crate::core::registry::Repository::parse(s)
+/// A repository for `image --push`: `[HOST[:PORT]/]PATH` (see `core::image_ref::Repository`).
+pub fn repository(s: &str) -> Result<crate::core::image_ref::Repository, String> {
+    crate::core::image_ref::Repository::parse(s)
 }
 
 /// An image for `image --cache-from`: `[HOST[:PORT]/]PATH:TAG` (see
-/// `core::registry::parse_cache_source`).
+/// `core::image_ref::parse_cache_source`).
 pub fn cache_source(s: &str) -> Result<String, String> {
-    crate::core::registry::parse_cache_source(s)
+    crate::core::image_ref::parse_cache_source(s)
 }
 
 /// A day for `table learn --date`: `YYYY-MM-DD` (see `core::learn::is_date`).

@@ -2,7 +2,6 @@
 //! This module and its children perform I/O (files, stdout/stderr, the engine, the host).
 
 mod image;
-mod image_many;
 mod import;
 mod lock;
 mod matrix;
@@ -10,7 +9,7 @@ mod render;
 mod table;
 mod test;
 
-pub mod smoke_run;
+pub mod verdicts;
 
 mod doctor;
 mod smoke;
@@ -43,7 +42,7 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
     let result = run_command(cli);
     if let (Some((path, suite)), Err(failure)) = (&junit, &result) {
         if !JUNIT_WRITTEN.load(Ordering::Relaxed) {
-            let written = write_junit(path, &[smoke_run::error_suite(suite, failure)]);
+            let written = write_junit(path, &[verdicts::error_suite(suite, failure)]);
             // The run's own failure is what the exit code and stderr report.
             if let Err(e) = written {
                 eprint_diagnostics(&e.diagnostics);

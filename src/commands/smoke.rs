@@ -2,7 +2,7 @@
 //! the `TABLE_MISMATCH` warnings in the `--json` document's `diagnostics` and on stderr), writes
 //! JUnit XML, and maps the verdict to the exit code.
 
-use crate::app::smoke::{smoke, SmokeRequest, SmokeRun};
+use crate::app::smoke::{smoke, PythonSmokeRequest, SmokeRun};
 use crate::cli::{GpusArg, SmokeArgs};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Failure};
@@ -22,7 +22,7 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     }
     // `--expect gpu|cpu` is the old spelling of `--gpus all|none` (clap keeps them apart).
     let gpus = args.expect.map_or(args.gpus, |e| e.gpus());
-    let req = SmokeRequest {
+    let req = PythonSmokeRequest {
         python: &args.python,
         lock: args.lock.as_deref(),
         expect_file: args.expect_file.as_deref(),

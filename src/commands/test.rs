@@ -2,7 +2,7 @@
 //! from an image the engine already has, without building), its verdict to stdout and the JUnit
 //! file, and the exit code. Performs I/O: stdout/stderr and the JUnit file.
 
-use super::smoke_run::report;
+use super::verdicts::report;
 use crate::app::test::{SmokeSettings, TestRequest};
 use crate::cli::{GpusArg, TestArgs};
 use crate::core::diag::Failure;

@@ -5,11 +5,18 @@
 //! A secret is never printed, never in a message and never in `Debug` output.
 
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::registry::{CredentialSource, DockerConfig, DOCKER_HUB, DOCKER_HUB_AUTH_KEY};
+use crate::core::docker_config::{CredentialSource, DockerConfig, DOCKER_HUB_AUTH_KEY};
+use crate::core::image_ref::DOCKER_HUB;
+use codes::REGISTRY_AUTH;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::infra::docker::codes::REGISTRY_AUTH;
+/// The diagnostic code of this module (listed with every code by `app::codes::all`).
+pub mod codes {
+    use crate::core::diag::Code;
+    /// Registry credentials could not be read, or the registry refused them.
+    pub const REGISTRY_AUTH: Code = "REGISTRY_AUTH";
+}
 
 /// The env var with the CI user name.
 pub const ENV_USER: &str = "ENVBUILD_REGISTRY_USER";

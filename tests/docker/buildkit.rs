@@ -33,7 +33,7 @@ fn image(
         .args(extra)
         .env("ENVBUILD_CACHE_DIR", cache)
         .env("CI", "true")
-        .env_remove(docker::buildkit::BUILDER_ENV)
+        .env_remove(docker::build::builder::BUILDER_ENV)
         .envs(env.iter().copied())
         .output()
         .unwrap();
@@ -123,7 +123,7 @@ fn buildkit_binds_local_wheels_which_legacy_copies_into_a_layer() {
         let text = support::spec_on_base(&format!("wheels-{builder}-{}", nonce()), &base);
         std::fs::write(&spec, format!("{text}wheels = \"wheels\"\n")).unwrap();
         let env: &[(&str, &str)] = if builder == "legacy" {
-            &[(docker::buildkit::BUILDER_ENV, "legacy")]
+            &[(docker::build::builder::BUILDER_ENV, "legacy")]
         } else {
             &[]
         };

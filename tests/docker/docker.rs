@@ -646,9 +646,9 @@ fn unchanged_lock_skips_the_build_and_late_changes_rebuild_only_late_layers() {
     // 5 steps of the runtime target, then (classic builder) the one LABEL step envbuild adds;
     // BuildKit runs no step for a LABEL.
     let buildkit = d
-        .block_on(docker::buildkit::choose(&d.engine))
+        .block_on(docker::build::builder::choose(&d.engine))
         .expect("the builder")
-        == docker::buildkit::Builder::BuildKit;
+        == docker::build::builder::Builder::BuildKit;
     let label_steps = if buildkit { 0 } else { 1 };
     assert_eq!(b1.steps, 5 + label_steps);
     assert!(passed_all(&first));

@@ -5,7 +5,7 @@
 
 use crate::docker::{build_and_test, envbuild, interrupt, nonce, options, rendered};
 use crate::engine_support as support;
-use envbuild::core::registry::Repository;
+use envbuild::core::image_ref::Repository;
 use envbuild::infra::docker::build::{BuildEvent, PullPolicy};
 use envbuild::infra::docker::{images, registry as reg};
 use std::process::{Child, Command, Stdio};

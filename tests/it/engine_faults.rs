@@ -325,7 +325,7 @@ fn a_build_is_cut_only_after_its_idle_limit_without_events() {
         .args(["--gpus", "none"])
         .env("CI", "1")
         // The fake stream speaks the classic builder's JSON lines (BuildKit's stream is cut by
-        // the same idle limit, in infra::docker::buildkit).
+        // the same idle limit, in infra::docker::build::buildkit).
         .env("ENVBUILD_BUILDER", "legacy")
         .spawn()
         .unwrap();

@@ -6,7 +6,8 @@ use super::pins::{is_pkg_version, unpinned};
 use super::raw::RawImage;
 use super::validate::Ctx;
 use super::{Image, Variant};
-use crate::core::rules::{image_ref, is_safe_path, project_subdir};
+use crate::core::image_ref::ImageRef;
+use crate::core::rules::{is_safe_path, project_subdir};
 
 /// `[image]`, checked key by key in the order the keys are documented.
 pub(super) fn image(cx: &mut Ctx, i: &RawImage) -> Image {
@@ -33,8 +34,8 @@ fn base(cx: &mut Ctx, b: Option<&str>) -> Option<String> {
     if !cx.safe("image.base", b) {
         return None;
     }
-    match image_ref(b) {
-        Ok(()) => Some(b.to_string()),
+    match ImageRef::pinned(b) {
+        Ok(_) => Some(b.to_string()),
         Err(why) => {
             let code = if why.contains("float") || why.contains("latest") {
                 UNPINNED_VERSION

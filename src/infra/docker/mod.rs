@@ -8,7 +8,6 @@
 //! commands never see a bollard type.
 
 pub mod build;
-pub mod buildkit;
 pub mod context;
 pub(crate) mod errors;
 pub mod gpu_probe;
@@ -42,8 +41,6 @@ pub mod codes {
     pub const PULL_FAILED: Code = "PULL_FAILED";
     /// The tested image (or its verdict) could not be pushed.
     pub const PUSH_FAILED: Code = "PUSH_FAILED";
-    /// Registry credentials could not be read, or the registry refused them.
-    pub const REGISTRY_AUTH: Code = "REGISTRY_AUTH";
     /// `test --show-verdict`: the registry holds no verdict for the image, or one for another
     /// digest.
     pub const VERDICT_MISSING: Code = "VERDICT_MISSING";
@@ -56,7 +53,8 @@ pub mod codes {
     pub const BASE_DIGEST_UNAVAILABLE: Code = "BASE_DIGEST_UNAVAILABLE";
 
     /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
-    /// codes are listed with `smoke::codes`.
+    /// codes are listed with `smoke::codes`, the credentials' `REGISTRY_AUTH` with
+    /// `registry_auth::codes`.
     pub const ALL: &[Code] = &[
         ENGINE_UNREACHABLE,
         ENGINE_ERROR,
@@ -72,7 +70,6 @@ pub mod codes {
         PULL_FAILED,
         PUSH_FAILED,
         BASE_DIGEST_UNAVAILABLE,
-        REGISTRY_AUTH,
         VERDICT_MISSING,
         ENGINE_TIMEOUT,
         CA_BUNDLE_INVALID,
@@ -131,7 +128,7 @@ fn unreachable_hint() -> String {
 /// Connect to the engine named by `DOCKER_HOST` (or the local socket) and check that it answers.
 pub async fn connect() -> Result<Engine, Failure> {
     let limits = limits::Limits::from_env()?;
-    buildkit::forced()?;
+    build::builder::forced()?;
     // A silent engine at this point is an unreachable one, not a stalled one.
     let ping_limit = limits.ping();
     let host = std::env::var("DOCKER_HOST")

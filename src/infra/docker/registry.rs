@@ -7,9 +7,9 @@
 use super::limits::{self, Call};
 use super::{images, is_not_found, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
-use crate::core::registry::pull_parts;
+use crate::core::image_ref::pull_parts;
 use crate::infra::docker::codes;
-use crate::infra::registry_auth::Credentials;
+use crate::infra::registry_auth::{codes::REGISTRY_AUTH, Credentials};
 use bollard::auth::DockerCredentials;
 use futures_util::StreamExt;
 
@@ -134,7 +134,7 @@ fn auth_refused(what: &str, reference: &str, msg: &str, creds: Option<&Credentia
     };
     Failure::one(
         Diagnostic::error(
-            codes::REGISTRY_AUTH,
+            REGISTRY_AUTH,
             format!("the registry refused to {what} `{reference}`{had}: {msg}"),
         )
         .with_hint(

@@ -22,9 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// One smoke-test run.
+/// One smoke-test run in a container from an image (`envbuild smoke` runs the script with an
+/// interpreter instead: `app::smoke::PythonSmokeRequest`).
 #[derive(Debug, Clone)]
-pub struct SmokeRequest {
+pub struct ContainerSmokeRequest {
     pub image: String,
     /// Copied in as the expectations file; `None` uses the one the image carries.
     pub expectations: Option<Expectations>,
@@ -184,7 +185,7 @@ pub fn gpu_request() -> DeviceRequest {
 }
 
 /// The tar copied into the container's `/`: script and/or expectations under `/opt/envbuild`.
-fn payload(req: &SmokeRequest) -> Result<Option<Vec<u8>>, Failure> {
+fn payload(req: &ContainerSmokeRequest) -> Result<Option<Vec<u8>>, Failure> {
     let expectations = match &req.expectations {
         Some(exp) => Some(
             serde_json::to_vec_pretty(exp)
@@ -371,7 +372,7 @@ async fn download_file(engine: &Engine, id: &str, path: &str) -> Result<Option<V
 /// Run the smoke test in a fresh container and remove the container whatever happens.
 pub async fn run_smoke(
     engine: &Engine,
-    req: &SmokeRequest,
+    req: &ContainerSmokeRequest,
     interrupt: Interrupt,
 ) -> Result<SmokeOutcome, Failure> {
     let started = Instant::now();
@@ -517,7 +518,7 @@ async fn read_logs(engine: &Engine, id: &str) -> Result<(String, String), Failur
 
 async fn run_inner(
     engine: &Engine,
-    req: &SmokeRequest,
+    req: &ContainerSmokeRequest,
     started: Instant,
 ) -> Result<SmokeOutcome, Failure> {
     let id = create_container(engine, req).await?;
@@ -560,7 +561,7 @@ fn smoke_container_name(run_id: &str) -> String {
 }
 
 /// Create the labelled smoke container (not started); its id.
-async fn create_container(engine: &Engine, req: &SmokeRequest) -> Result<String, Failure> {
+async fn create_container(engine: &Engine, req: &ContainerSmokeRequest) -> Result<String, Failure> {
     let mut container_labels = HashMap::new();
     container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
     container_labels.insert(labels::RUN_ID.to_string(), req.run_id.clone());
@@ -616,7 +617,11 @@ async fn refusal_failure(engine: &Engine, msg: &str) -> Option<Failure> {
     Some(refused(&refusal, &engine.host, msg, driver.as_deref()))
 }
 
-async fn start_container(engine: &Engine, req: &SmokeRequest, id: &str) -> Result<(), Failure> {
+async fn start_container(
+    engine: &Engine,
+    req: &ContainerSmokeRequest,
+    id: &str,
+) -> Result<(), Failure> {
     let start = engine
         .docker
         .start_container(id, None::<bollard::query_parameters::StartContainerOptions>);
@@ -670,7 +675,7 @@ async fn wait_exit(engine: &Engine, id: &str) -> Result<i64, Failure> {
 
 /// The report in what the container printed, or why there is none.
 fn read_report(
-    req: &SmokeRequest,
+    req: &ContainerSmokeRequest,
     exit_code: i64,
     stdout: &str,
     stderr: &str,
@@ -724,7 +729,7 @@ mod tests {
 
     #[test]
     fn payload_has_dirs_and_files() {
-        let req = SmokeRequest {
+        let req = ContainerSmokeRequest {
             image: "x".into(),
             expectations: Some(Expectations::default()),
             script: Some(b"print(1)".to_vec()),

@@ -4,10 +4,12 @@
 //! JUnit file with a suite per spec and variant, and the exit code (1 if any spec failed).
 //! Performs I/O: stdout/stderr and the JUnit file.
 
-use super::image::{options, run_json, Display, ProgressMode};
-use super::smoke_run::{error_suite, failed_diagnostic, mismatches, smoke_json};
-use crate::app::image_many::{self, Job, JobOutcome, JobResult, Limits, Prepared};
+use super::progress::{Display, ProgressMode};
+use super::{options, run_json};
+use crate::app::image_many::{self, Job, JobOutcome, JobResult, Prepared, Schedule};
 use crate::cli::ImageArgs;
+use crate::commands::verdicts::{error_suite, failed_diagnostic, mismatches, smoke_json};
+use crate::commands::{eprint_diagnostics, out, print_json, write_junit};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Diagnostic, Failure};
 use crate::core::report::Suite;
@@ -28,7 +30,8 @@ pub struct Row {
     pub seconds: f64,
 }
 
-pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
+/// Several specs (or a folder's): each prepared, then run at most `--jobs` at once.
+pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     if !args.tags.is_empty() {
         return Err(Failure::usage(
             "--tag names one image: it cannot be given with several specs",
@@ -75,7 +78,7 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     }
     for job in &jobs {
         if let Ok(p) = &job.prepared {
-            super::eprint_diagnostics(&p.warnings);
+            eprint_diagnostics(&p.warnings);
         }
     }
     // Overlapping runs cannot share one live line: step lines, as in CI.
@@ -93,7 +96,7 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
         let mut display = Display::new(mode, &format!("{}/", labels[i]));
         Box::new(move |e| display.event(e))
     };
-    let limits = Limits {
+    let schedule = Schedule {
         jobs: usize::from(args.jobs),
         fail_fast: args.fail_fast,
     };
@@ -114,12 +117,12 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
         start: &sink,
         done: &done,
     };
-    let run = image_many::run_many(&jobs, &opts, limits, progress)?;
+    let run = image_many::run_many(&jobs, &opts, schedule, progress)?;
     let rows = summary_rows(&jobs, &run.results, &opts.variants);
     let table_text = summary_table(&rows);
     if let Some(path) = &args.junit {
         let cancelled = cancelled_failure();
-        super::write_junit(
+        write_junit(
             path,
             &suites(&jobs, &run.results, &opts.variants, &cancelled),
         )?;
@@ -127,9 +130,9 @@ pub fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     let all_passed = run.results.iter().all(|r| r.outcome.passed());
     if args.json {
         eprint!("{table_text}");
-        super::print_json(&document(table, &jobs, &run.results, &rows, all_passed))?;
+        print_json(&document(table, &jobs, &run.results, &rows, all_passed))?;
     } else {
-        super::out(&table_text)?;
+        out(&table_text)?;
     }
     report_failures(table, &jobs, &run.results);
     if run.interrupted {
@@ -383,7 +386,7 @@ fn report_failures(table: &Table, jobs: &[Job], results: &[JobResult]) {
         };
         if !diags.is_empty() {
             eprintln!("[{}] {}:", job.label, crate::core::diag::shown(&job.spec));
-            super::eprint_diagnostics(&diags);
+            eprint_diagnostics(&diags);
         }
     }
 }

@@ -1,17 +1,23 @@
 //! Building one image variant through the engine: the skip-if-present check, the base-image
-//! check, the streamed build with step/cache accounting, error mapping and tagging.
-//! Performs network I/O against the engine; progress is handed to a caller's callback so
-//! this module never writes to the terminal itself.
+//! check (and pull), the choice of builder, the streamed build with step/cache accounting,
+//! error mapping and tagging. The request, event, outcome and log types both builders share
+//! are here; the classic builder's stream is [`legacy`], BuildKit's [`buildkit`], the choice
+//! between them [`builder`]. Performs network I/O against the engine; progress is handed to a
+//! caller's callback so this module never writes to the terminal itself.
 
-use super::buildkit::Builder;
+pub mod builder;
+pub mod buildkit;
+pub mod legacy;
+
 use super::context::{build_context, label_target_stage, parse_dockerfile, BuildContext};
 use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
+use crate::core::image_ref::{is_image_tag, pull_parts};
 use crate::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
 use crate::core::resolve::codes::BASE_HAS_NO_PYTHON;
-use bollard::query_parameters::{BuildImageOptionsBuilder, TagImageOptionsBuilder};
-use futures_util::StreamExt;
+use bollard::query_parameters::TagImageOptionsBuilder;
+use builder::Builder;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -103,7 +109,7 @@ pub enum BuildEvent {
     /// The base `image` is being pulled (`--pull`); one message of the engine's progress.
     Pull {
         image: String,
-        progress: super::registry::Progress,
+        progress: crate::infra::docker::registry::Progress,
     },
 }
 
@@ -135,16 +141,7 @@ pub struct BuildOutcome {
 }
 
 /// How many output lines of a failing step are kept for the error message.
-pub(super) const TAIL_LINES: usize = 15;
-
-fn split_tag(tag: &str) -> (&str, &str) {
-    // The tag is after the last `:` that follows the last `/` (a registry port is not a tag).
-    let slash = tag.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match tag[slash..].rfind(':') {
-        Some(i) => (&tag[..slash + i], &tag[slash + i + 1..]),
-        None => (tag, "latest"),
-    }
-}
+const TAIL_LINES: usize = 15;
 
 fn base_missing(image: &str, host: &str) -> Failure {
     Failure::one(
@@ -238,7 +235,7 @@ pub async fn build_pulling(
         }
     }
     // Chosen only now, so the no-op above costs no extra round trip to the engine.
-    let builder = super::buildkit::choose(engine).await?;
+    let builder = builder::choose(engine).await?;
     let dockerfile_name = dockerfile_for(req, &builder);
     let context = if dockerfile_name == req.dockerfile {
         context
@@ -275,16 +272,16 @@ pub async fn build_pulling(
     let mut log = match builder {
         Builder::BuildKit => {
             let df = dockerfile_name.as_str();
-            super::buildkit::stream(engine, req, df, &primary, &context, on_event).await?
+            buildkit::stream(engine, req, df, &primary, &context, on_event).await?
         }
-        Builder::Legacy(_) => stream_build(engine, req, &primary, &context, on_event).await?,
+        Builder::Legacy(_) => legacy::stream(engine, req, &primary, &context, on_event).await?,
     };
     // An engine that announced BuildKit but refused its session (a proxy in front of the
     // socket, a daemon built without it) gets the classic builder, said so.
-    if let Some(why) = super::buildkit::refused(&log) {
+    if let Some(why) = buildkit::refused(&log) {
         on_event(BuildEvent::Builder(format!("legacy builder: {why}")));
         let (_, plain) = labelled_context(req, &req.dockerfile)?;
-        log = stream_build(engine, req, &primary, &plain, on_event).await?;
+        log = legacy::stream(engine, req, &primary, &plain, on_event).await?;
         let image_id = built_image(engine, req, &primary, &log).await?;
         tag_extra(engine, &image_id, &req.extra_tags).await?;
         return Ok(outcome(image_id, Some(&log), &plain));
@@ -300,14 +297,14 @@ async fn pull_base(
     creds: &CredsFor<'_>,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<(), Failure> {
-    let creds = creds(&crate::core::registry::host_of(base))?;
+    let creds = creds(&crate::core::image_ref::host_of(base))?;
     let mut on_progress = |progress| {
         on_event(BuildEvent::Pull {
             image: base.to_string(),
             progress,
         })
     };
-    super::registry::pull(engine, base, creds.as_ref(), &mut on_progress).await
+    crate::infra::docker::registry::pull(engine, base, creds.as_ref(), &mut on_progress).await
 }
 
 /// The image's tags, primary first, each checked: a bad tag would only be refused after the
@@ -322,7 +319,7 @@ fn checked_tags(req: &BuildRequest) -> Result<Vec<String>, Failure> {
     let tags: Vec<String> = std::iter::once(req.primary_tag())
         .chain(req.extra_tags.iter().cloned())
         .collect();
-    if let Some(tag) = tags.iter().find(|t| !valid_tag(t)) {
+    if let Some(tag) = tags.iter().find(|t| !is_image_tag(t)) {
         return Err(Failure::usage(
             format!("`{tag}` is not a valid image tag"),
             Some(
@@ -387,13 +384,9 @@ async fn existing_image(
 }
 
 /// The `ENGINE_TIMEOUT` of a build stream that stayed silent past the idle limit, naming the
+/// The `ENGINE_TIMEOUT` of a build stream that stayed silent past the idle limit, naming the
 /// step it had reached (`builder` qualifies the build, e.g. " with BuildKit").
-pub(super) fn build_stalled(
-    engine: &Engine,
-    primary: &str,
-    builder: &str,
-    log: &BuildLog,
-) -> Failure {
+fn build_stalled(engine: &Engine, primary: &str, builder: &str, log: &BuildLog) -> Failure {
     let doing = match &log.step {
         Some((n, total, instruction)) => {
             format!("building `{primary}`{builder} (step {n}/{total}: {instruction})")
@@ -402,68 +395,6 @@ pub(super) fn build_stalled(
     };
     let idle = engine.limits.of(Call::BuildIdle);
     limits::timed_out(&engine.host, &doing, Call::BuildIdle, idle)
-}
-
-/// Send the context and follow the engine's build stream to its end. A stream that stays
-/// silent past the build's idle limit is `ENGINE_TIMEOUT` (a long build that keeps talking is
-/// never cut).
-async fn stream_build(
-    engine: &Engine,
-    req: &BuildRequest,
-    primary: &str,
-    context: &BuildContext,
-    on_event: &mut (dyn FnMut(BuildEvent) + Send),
-) -> Result<BuildLog, Failure> {
-    let mut opts = BuildImageOptionsBuilder::default()
-        .dockerfile(&req.dockerfile)
-        .t(primary)
-        .rm(true)
-        .forcerm(true);
-    if !req.target.is_empty() {
-        opts = opts.target(&req.target);
-    }
-    if !req.build_args.is_empty() {
-        let args: std::collections::HashMap<&str, &str> = req
-            .build_args
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        opts = opts.buildargs(&args);
-    }
-    let body = bollard::body_full(bytes::Bytes::from(context.tar.clone()));
-    let mut stream = engine.docker.build_image(opts.build(), None, Some(body));
-    let mut log = BuildLog::default();
-    let idle = engine.limits.of(Call::BuildIdle);
-    loop {
-        let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
-            return Err(build_stalled(engine, primary, "", &log));
-        };
-        let Some(item) = next else { break };
-        match item {
-            Ok(info) => {
-                if let Some(text) = info.stream {
-                    log.text(&text, on_event);
-                }
-                if let Some(detail) = info.error_detail {
-                    log.engine_message = detail.message.or(log.engine_message.take());
-                }
-                if let Some(bollard::models::BuildInfoAux::Default(aux)) = info.aux {
-                    log.built_id = aux.id.or(log.built_id.take());
-                }
-            }
-            Err(bollard::errors::Error::DockerStreamError { error }) => {
-                log.engine_message = Some(error);
-            }
-            Err(e) => {
-                // bollard 0.21.1 can end a good stream with "bytes remaining on stream":
-                // success is decided by inspecting the tag afterwards.
-                log.transport_error = Some(short_error(&e));
-                break;
-            }
-        }
-    }
-    log.flush(on_event);
-    Ok(log)
 }
 
 /// The id of the image the build made, checked against the lock; or why there is none.
@@ -523,140 +454,18 @@ async fn built_image(
 
 /// The build's output as it streams: steps, cache hits, the failing step's last lines.
 #[derive(Default)]
-pub(super) struct BuildLog {
-    pub(super) step: Option<(usize, usize, String)>,
-    pub(super) steps: usize,
-    pub(super) cached: usize,
-    pub(super) tail: VecDeque<String>,
-    pub(super) engine_message: Option<String>,
-    pub(super) transport_error: Option<String>,
-    pub(super) built_id: Option<String>,
+struct BuildLog {
+    step: Option<(usize, usize, String)>,
+    steps: usize,
+    cached: usize,
+    tail: VecDeque<String>,
+    engine_message: Option<String>,
+    transport_error: Option<String>,
+    built_id: Option<String>,
     /// BuildKit's status stream said something (so BuildKit itself works).
-    pub(super) buildkit_status: bool,
+    buildkit_status: bool,
     /// Text after the last newline, waiting for the rest of its line.
     pending: String,
-}
-
-impl BuildLog {
-    fn text(&mut self, text: &str, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
-        self.pending.push_str(text);
-        while let Some(nl) = self.pending.find('\n') {
-            let line: String = self.pending.drain(..=nl).collect();
-            self.line(line.trim_end(), on_event);
-        }
-    }
-
-    /// The last line, when the stream did not end with a newline.
-    fn flush(&mut self, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
-        if !self.pending.trim().is_empty() {
-            let line = std::mem::take(&mut self.pending);
-            self.line(line.trim_end(), on_event);
-        }
-    }
-
-    fn line(&mut self, line: &str, on_event: &mut (dyn FnMut(BuildEvent) + Send)) {
-        // The classic builder colours a step's stderr (`ESC[91m` ... `ESC[0m`): the marks are
-        // not the output, and would hide a line's start.
-        let plain = strip_sgr(line);
-        let line = plain.as_str();
-        if let Some(parsed) = parse_step(line) {
-            self.steps += 1;
-            self.tail.clear();
-            on_event(BuildEvent::Step {
-                index: parsed.0,
-                total: parsed.1,
-                instruction: parsed.2.clone(),
-            });
-            self.step = Some(parsed);
-            return;
-        }
-        let t = line.trim();
-        if t == "---> Using cache" {
-            self.cached += 1;
-            on_event(BuildEvent::Cached);
-            return;
-        }
-        if t.is_empty() {
-            return;
-        }
-        // The engine's own bookkeeping lines are not the step's output.
-        let bookkeeping = t.starts_with("---> ")
-            || t.starts_with("Removing intermediate container")
-            || t.starts_with("Successfully built")
-            || t.starts_with("Successfully tagged");
-        if !bookkeeping {
-            if self.tail.len() == TAIL_LINES {
-                self.tail.pop_front();
-            }
-            self.tail.push_back(t.to_string());
-        }
-        on_event(BuildEvent::Output(t.to_string()));
-    }
-}
-
-/// `line` without ANSI colour sequences (`ESC [ digits ; ... m`).
-fn strip_sgr(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(i) = rest.find("\u{1b}[") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        match after.find(|c: char| !(c.is_ascii_digit() || c == ';')) {
-            Some(j) if after[j..].starts_with('m') => rest = &after[j + 1..],
-            _ => {
-                out.push('\u{1b}');
-                rest = &rest[i + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-/// A Docker image reference `name[:tag]` (no digest), as the engine accepts it.
-pub fn valid_tag(reference: &str) -> bool {
-    let (name, tag) = split_tag(reference);
-    let tag_ok = !tag.is_empty()
-        && tag.len() <= 128
-        && !tag.starts_with(['.', '-'])
-        && tag
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-    let mut components = name.split('/').peekable();
-    let mut first = true;
-    let name_ok = !name.is_empty()
-        && name.len() <= 255
-        && std::iter::from_fn(|| components.next()).all(|c| {
-            let host = std::mem::take(&mut first) && (c.contains('.') || c.contains(':'));
-            if host {
-                // `registry.example:5000`
-                !c.is_empty()
-                    && c.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':'))
-            } else {
-                !c.is_empty()
-                    && c.bytes()
-                        .next()
-                        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-                    && c.bytes()
-                        .last()
-                        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-                    && c.bytes().all(|b| {
-                        b.is_ascii_lowercase()
-                            || b.is_ascii_digit()
-                            || matches!(b, b'.' | b'_' | b'-')
-                    })
-            }
-        });
-    tag_ok && name_ok
-}
-
-/// `Step 3/7 : RUN echo hi` → (3, 7, "RUN echo hi").
-pub fn parse_step(line: &str) -> Option<(usize, usize, String)> {
-    let rest = line.strip_prefix("Step ")?;
-    let (counts, instr) = rest.split_once(" : ")?;
-    let (n, m) = counts.split_once('/')?;
-    Some((n.parse().ok()?, m.parse().ok()?, instr.trim().to_string()))
 }
 
 fn step_failure(
@@ -720,7 +529,7 @@ fn step_failure(
 /// Put the extra tags on an image.
 async fn tag_extra(engine: &Engine, image_id: &str, extra: &[String]) -> Result<(), Failure> {
     for tag in extra {
-        let (repo, t) = split_tag(tag);
+        let (repo, t) = pull_parts(tag);
         let opts = TagImageOptionsBuilder::default().repo(repo).tag(t).build();
         engine
             .call(
@@ -745,40 +554,6 @@ async fn tag_extra(engine: &Engine, image_id: &str, extra: &[String]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parses_classic_step_lines() {
-        assert_eq!(
-            parse_step("Step 3/7 : RUN echo hi"),
-            Some((3, 7, "RUN echo hi".into()))
-        );
-        assert_eq!(parse_step(" ---> Using cache"), None);
-        assert_eq!(parse_step("Step x/7 : RUN"), None);
-    }
-
-    #[test]
-    fn splits_tags_with_registry_ports() {
-        assert_eq!(split_tag("a/b:c"), ("a/b", "c"));
-        assert_eq!(split_tag("reg:5000/a/b"), ("reg:5000/a/b", "latest"));
-        assert_eq!(split_tag("reg:5000/a:v1"), ("reg:5000/a", "v1"));
-    }
-
-    #[test]
-    fn tags_are_checked_before_building() {
-        for good in [
-            "env:runtime-0123456789ab",
-            "team/env:v1",
-            "reg.example:5000/a/b:c",
-            "a",
-        ] {
-            assert!(valid_tag(good), "{good}");
-        }
-        for bad in [
-            "Env:v1", "env:", "env:-x", "env:a b", "/env:v", "env/:v", "env:$x", "",
-        ] {
-            assert!(!valid_tag(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn primary_tag_is_content_addressed() {
@@ -814,25 +589,6 @@ mod tests {
         assert_eq!(d.code, codes::BUILD_STEP_FAILED);
         assert!(d.message.contains("step 2/3 `RUN exit 3`"), "{}", d.message);
         assert!(d.message.contains("| boom"));
-    }
-
-    #[test]
-    fn step_output_loses_its_colour_marks() {
-        assert_eq!(strip_sgr("\u{1b}[91mboom\u{1b}[0m"), "boom");
-        assert_eq!(strip_sgr("a\u{1b}[1;31mb"), "ab");
-        assert_eq!(
-            strip_sgr("keep \u{1b}[x and \u{1b}"),
-            "keep \u{1b}[x and \u{1b}"
-        );
-        let mut log = BuildLog::default();
-        log.text(
-            "\u{1b}[91menvbuild: BASE_HAS_NO_PYTHON: x\n\u{1b}[0mRemoving intermediate container 1\n",
-            &mut |_| {},
-        );
-        assert_eq!(
-            log.tail.iter().collect::<Vec<_>>(),
-            ["envbuild: BASE_HAS_NO_PYTHON: x"]
-        );
     }
 
     #[test]

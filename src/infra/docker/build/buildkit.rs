@@ -1,101 +1,17 @@
 //! Building through the engine's own BuildKit (`/build?version=2` plus a `/session` that
-//! bollard serves over gRPC), choosing between BuildKit and the legacy builder, and turning
-//! BuildKit's status stream into the same progress events and step accounting as the classic
-//! builder's. Performs network I/O against the engine.
+//! bollard serves over gRPC), turning BuildKit's status stream into the same progress events
+//! and step accounting as the classic builder's, and telling an engine that refused BuildKit
+//! from a build that failed. Performs network I/O against the engine.
 
-use super::build::{BuildEvent, BuildLog, BuildRequest};
-use super::context::BuildContext;
-use super::{short_error, Engine};
+use super::{build_stalled, BuildEvent, BuildLog, BuildRequest, TAIL_LINES};
+use crate::core::diag::Failure;
+use crate::infra::docker::context::BuildContext;
+use crate::infra::docker::limits::Call;
+use crate::infra::docker::{short_error, Engine};
 use bollard::models::BuildInfoAux;
 use bollard::query_parameters::{BuildImageOptionsBuilder, BuilderVersion};
 use futures_util::StreamExt;
 use std::collections::{BTreeMap, BTreeSet};
-
-/// Which builder a build goes through.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Builder {
-    /// The engine's BuildKit: cache and bind mounts, parallel stages.
-    BuildKit,
-    /// The classic builder, and why BuildKit is not used.
-    Legacy(String),
-}
-
-/// `ENVBUILD_BUILDER`: `buildkit` or `legacy` forces a builder; unset (or `auto`) asks the
-/// engine.
-pub const BUILDER_ENV: &str = "ENVBUILD_BUILDER";
-
-/// The first Engine API version whose `/build` takes `version=2` and whose `/session` is not
-/// experimental (Docker 18.09).
-const BUILDKIT_MIN_API: (u32, u32) = (1, 39);
-
-/// The builder `ENVBUILD_BUILDER` forces (`None`: unset or `auto`); any other value is a usage
-/// error, checked when envbuild connects so that a typo fails before any work.
-pub fn forced() -> Result<Option<Builder>, crate::core::diag::Failure> {
-    match std::env::var(BUILDER_ENV).ok().as_deref().map(str::trim) {
-        Some("legacy") => Ok(Some(Builder::Legacy(format!("{BUILDER_ENV}=legacy")))),
-        Some("buildkit") => Ok(Some(Builder::BuildKit)),
-        None | Some("") | Some("auto") => Ok(None),
-        Some(other) => Err(crate::core::diag::Failure::usage(
-            format!(
-                "{BUILDER_ENV}={} is not a builder",
-                crate::core::diag::printable(other)
-            ),
-            Some(format!(
-                "{BUILDER_ENV}=buildkit, legacy or auto (the default: BuildKit when the engine has it)"
-            )),
-        )),
-    }
-}
-
-/// Pick the builder: BuildKit when the engine has it (Linux engines from API 1.39), the legacy
-/// builder otherwise or when `ENVBUILD_BUILDER` says so ([`forced`]); a stalled engine is
-/// `ENGINE_TIMEOUT`.
-pub async fn choose(engine: &Engine) -> Result<Builder, crate::core::diag::Failure> {
-    if let Some(forced) = forced()? {
-        return Ok(forced);
-    }
-    let answer = engine
-        .call(
-            super::limits::Call::Short,
-            || "reading the engine's version".into(),
-            engine.docker.version(),
-        )
-        .await?;
-    let version = match answer {
-        Ok(v) => v,
-        Err(e) => {
-            return Ok(Builder::Legacy(format!(
-                "the engine did not say its version ({})",
-                short_error(&e)
-            )))
-        }
-    };
-    let os = version.os.unwrap_or_default();
-    let api = version.api_version.unwrap_or_default();
-    Ok(decide(&os, &api))
-}
-
-/// The decision of [`choose`] from the engine's OS and API version.
-fn decide(os: &str, api: &str) -> Builder {
-    if os.eq_ignore_ascii_case("windows") {
-        return Builder::Legacy(
-            "the engine runs Windows containers, which BuildKit does not build".into(),
-        );
-    }
-    let parsed = api
-        .split_once('.')
-        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-    match parsed {
-        Some(v) if v >= BUILDKIT_MIN_API => Builder::BuildKit,
-        Some(_) => Builder::Legacy(format!(
-            "the engine speaks API {api}; BuildKit needs {}.{} (Docker 18.09) or newer",
-            BUILDKIT_MIN_API.0, BUILDKIT_MIN_API.1
-        )),
-        None => Builder::Legacy(format!(
-            "the engine reported no usable API version (`{api}`)"
-        )),
-    }
-}
 
 /// The build arg that makes BuildKit store an inline cache in the image.
 const INLINE_CACHE_ARG: &str = "BUILDKIT_INLINE_CACHE";
@@ -119,8 +35,7 @@ pub(super) async fn stream(
     primary: &str,
     context: &BuildContext,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
-) -> Result<BuildLog, crate::core::diag::Failure> {
-    use super::limits::Call;
+) -> Result<BuildLog, Failure> {
     let session = session_id();
     let mut opts = BuildImageOptionsBuilder::default()
         .dockerfile(dockerfile)
@@ -155,12 +70,7 @@ pub(super) async fn stream(
     let idle = engine.limits.of(Call::BuildIdle);
     loop {
         let Ok(next) = tokio::time::timeout(idle, stream.next()).await else {
-            return Err(super::build::build_stalled(
-                engine,
-                primary,
-                " with BuildKit",
-                &log,
-            ));
+            return Err(build_stalled(engine, primary, " with BuildKit", &log));
         };
         let Some(item) = next else { break };
         match item {
@@ -284,7 +194,7 @@ impl Status {
             return;
         }
         let tail = self.tails.entry(vertex.to_string()).or_default();
-        if tail.len() == super::build::TAIL_LINES {
+        if tail.len() == TAIL_LINES {
             tail.pop_front();
         }
         tail.push_back(t.to_string());
@@ -449,27 +359,22 @@ mod tests {
 
     #[test]
     fn only_a_buildkit_that_never_started_falls_back() {
-        let mut log = BuildLog::default();
-        log.engine_message = Some("buildkit not supported by daemon".into());
+        let mut log = BuildLog {
+            engine_message: Some("buildkit not supported by daemon".into()),
+            ..Default::default()
+        };
         assert!(refused(&log).is_some_and(|w| w.contains("buildkit not supported")));
         log.buildkit_status = true;
         assert_eq!(refused(&log), None, "a build that ran is not redone");
-        let mut log = BuildLog::default();
-        log.engine_message =
-            Some("dockerfile parse error line 3: unknown instruction: RUNN".into());
+        let log = BuildLog {
+            engine_message: Some("dockerfile parse error line 3: unknown instruction: RUNN".into()),
+            ..Default::default()
+        };
         assert_eq!(refused(&log), None, "the Dockerfile's own error stands");
-        let mut log = BuildLog::default();
-        log.transport_error = Some("connection reset".into());
+        let log = BuildLog {
+            transport_error: Some("connection reset".into()),
+            ..Default::default()
+        };
         assert!(refused(&log).is_some());
-    }
-
-    #[test]
-    fn builder_is_chosen_from_the_engine_api() {
-        assert_eq!(decide("linux", "1.41"), Builder::BuildKit);
-        assert_eq!(decide("linux", "1.39"), Builder::BuildKit);
-        assert_eq!(decide("linux", "1.100"), Builder::BuildKit);
-        assert!(matches!(decide("linux", "1.38"), Builder::Legacy(w) if w.contains("1.38")));
-        assert!(matches!(decide("windows", "1.41"), Builder::Legacy(w) if w.contains("Windows")));
-        assert!(matches!(decide("linux", ""), Builder::Legacy(_)));
     }
 }

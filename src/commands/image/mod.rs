@@ -1,0 +1,105 @@
+//! `envbuild image SPEC... | DIR`: the flags turned into `app::image`'s options, then one spec
+//! to [`one`] and several specs (or a folder) to [`many`]; both report a spec's run in the same
+//! `--json` fields, and show progress through [`progress`]. Performs I/O through its children:
+//! stdout/stderr and the JUnit file.
+
+mod many;
+mod one;
+mod progress;
+
+use crate::app::image::{ImageOptions, ImageRun, RenderedImage};
+use crate::app::test::SmokeSettings;
+use crate::cli::{GpusArg, ImageArgs, PullArg, VariantArg};
+use crate::core::diag::Failure;
+use crate::infra::docker::build::PullPolicy;
+use std::time::Duration;
+
+/// The use case's options the CLI flags ask for.
+fn options(args: &ImageArgs) -> ImageOptions {
+    ImageOptions {
+        variants: variants(args.variant),
+        tags: args.tags.clone(),
+        rebuild: args.rebuild,
+        retest: args.retest,
+        smoke: SmokeSettings {
+            gpus: args.gpus == GpusArg::All,
+            timeout: Duration::from_secs(args.timeout),
+            shm_bytes: args.shm_size,
+            run_id: crate::infra::docker::new_run_id(),
+        },
+        cache_dir: crate::infra::verdict_cache::default_dir(),
+        pull: match args.pull {
+            PullArg::Missing => PullPolicy::Missing,
+            PullArg::Always => PullPolicy::Always,
+            PullArg::Never => PullPolicy::Never,
+        },
+        push: args.push.clone(),
+        cache_from: args.cache_from.clone(),
+        build_args: crate::infra::network::proxy_build_args(),
+    }
+}
+
+fn variants(v: VariantArg) -> Vec<String> {
+    match v {
+        VariantArg::Runtime => vec!["runtime".into()],
+        VariantArg::Dev => vec!["dev".into()],
+        VariantArg::All => vec!["runtime".into(), "dev".into()],
+    }
+}
+
+/// `envbuild image SPEC`: lock check (or `--update-lock`), render, build, smoke test, report.
+/// Several specs, or a folder, go to [`many`].
+pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
+    match args.specs.as_slice() {
+        [spec] if !spec.is_dir() => one::run(table, spec, &args),
+        _ => many::run(table, args),
+    }
+}
+
+/// The `--json` fields of one spec's run besides its smoke verdicts: builds, lock hash, what
+/// was pushed (the install stage's registry cache too), and `skipped: registry`.
+fn run_json(
+    rendered: &RenderedImage,
+    result: &ImageRun,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "builds".into(),
+        result
+            .builds
+            .iter()
+            .map(|(variant, b)| {
+                serde_json::json!({
+                    "variant": variant,
+                    "image_id": b.image_id,
+                    "tags": b.tags,
+                    "skipped": b.skipped,
+                    "steps": b.steps,
+                    "cached_steps": b.cached_steps,
+                    "context_bytes": b.context_bytes,
+                    "context_sha256": b.context_sha256,
+                    "build_s": b.elapsed.as_secs_f64(),
+                })
+            })
+            .collect::<Vec<_>>()
+            .into(),
+    );
+    extra.insert("lock_sha256".into(), rendered.lock_hash.clone().into());
+    if !result.published.is_empty() {
+        extra.insert(
+            "pushed".into(),
+            serde_json::to_value(&result.published).unwrap_or_default(),
+        );
+    }
+    if let Some(cache) = &result.install_cache {
+        extra.insert(
+            "install_cache".into(),
+            serde_json::to_value(cache).unwrap_or_default(),
+        );
+    }
+    if result.from_registry {
+        // Nothing was built or tested: the registry's verdict for this digest stands.
+        extra.insert("skipped".into(), "registry".into());
+    }
+    extra
+}

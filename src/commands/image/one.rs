@@ -1,0 +1,91 @@
+//! `envbuild image SPEC`, one spec: the lock check, the in-memory render and `app::image`'s
+//! build and smoke test, its progress to stderr (a live line on a terminal, one line per step
+//! in CI or when stderr is not a terminal), its verdicts to stdout and the JUnit file, and the
+//! exit code. Performs I/O: stdout/stderr and the JUnit file.
+
+use super::progress::{Display, ProgressMode};
+use super::{options, run_json};
+use crate::app::image::{ImageRun, RenderedImage};
+use crate::cli::ImageArgs;
+use crate::commands::verdicts::{error_suite, report};
+use crate::commands::{eprint_diagnostics, print_json, write_junit};
+use crate::core::diag::Failure;
+use std::path::Path;
+
+/// Lock check (or `--update-lock`), render, build, smoke test, report, for the one `spec`.
+pub(super) fn run(
+    table: &crate::core::compat::Table,
+    spec: &Path,
+    args: &ImageArgs,
+) -> Result<i32, Failure> {
+    let checked = crate::app::image::check_lock(table, spec, args.update_lock)?;
+    // A stale or failing lock is the run's failure, so `--json` and `--junit` report it too.
+    let Some(lock) = checked.lock else {
+        return Err(Failure::new(checked.diagnostics));
+    };
+    eprint_diagnostics(&checked.diagnostics);
+    let opts = options(args);
+    let progress = ProgressMode::detect(args.verbose);
+    let mut rendered =
+        crate::app::image::rendered_image(&lock, &opts.variants, args.templates.as_deref(), spec)?;
+    let ca =
+        crate::app::image::add_ca_bundle(&mut rendered, &lock, spec, |k| std::env::var(k).ok())?;
+    if let Some(origin) = ca {
+        eprintln!("note: the build trusts the CA bundle of {origin}; no image keeps it");
+    }
+    if !opts.build_args.is_empty() {
+        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
+        eprintln!(
+            "note: the build uses this machine's {} (not stored in the image)",
+            names.join(", ")
+        );
+    }
+    let mut display = Display::new(progress, "");
+    match crate::app::image::run(&rendered, &opts, &mut |e| display.event(e))? {
+        Ok(result) => report_run(
+            &rendered,
+            result,
+            args.json,
+            args.junit.as_deref(),
+            (table, &lock),
+        ),
+        Err(f) => {
+            // CI still gets its report files when the build itself failed.
+            let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
+            report_failure(&name, &f, args.json, args.junit.as_deref())?;
+            Err(f)
+        }
+    }
+}
+
+/// Print the verdicts (with the builds in `--json`), write JUnit, and give the exit code; `row`
+/// is the table and lock each image's torch is compared with (`TABLE_MISMATCH`).
+fn report_run(
+    rendered: &RenderedImage,
+    result: ImageRun,
+    json: bool,
+    junit: Option<&Path>,
+    row: (&crate::core::compat::Table, &crate::core::lock::Lock),
+) -> Result<i32, Failure> {
+    let extra = run_json(rendered, &result);
+    report(result.smokes, json, junit, extra, Some(row))
+}
+
+/// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
+fn report_failure(
+    name: &str,
+    f: &Failure,
+    json: bool,
+    junit: Option<&Path>,
+) -> Result<(), Failure> {
+    if let Some(path) = junit {
+        write_junit(path, &[error_suite(name, f)])?;
+    }
+    if json {
+        print_json(&serde_json::json!({
+            "verdict": "error",
+            "error": f.diagnostics,
+        }))?;
+    }
+    Ok(())
+}
