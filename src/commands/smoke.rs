@@ -30,6 +30,8 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
         timeout: Duration::from_secs(args.timeout),
     };
     let SmokeRun { report, mismatches } = smoke(table, &req)?;
+    // What to do next, under each failed check (and in the `--json` checks).
+    let report = smoke::with_hints(&report, smoke::Place::Python(&args.python));
     if let Some(path) = &args.junit {
         super::write_junit(path, &[smoke::junit_suite(&report, "envbuild.smoke")])?;
     }

@@ -353,6 +353,56 @@ pub fn stderr_tail(stderr: &str) -> String {
     lines[start..].join(" | ")
 }
 
+// ------------------------------------------------------------------ hints
+
+/// Where the smoke test ran, for the hints: what to do next differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place<'a> {
+    /// `envbuild smoke`: this Python interpreter on this machine.
+    Python(&'a str),
+    /// `envbuild image` and `envbuild test`: a container from an image.
+    Container,
+}
+
+/// What to do next for a failed or warning check of the script, by its code; `None` where the
+/// detail already says it or there is nothing to do.
+pub fn hint_for(code: &str, place: Place<'_>) -> Option<String> {
+    let no_gpu = "on a machine without an NVIDIA GPU, `--gpus none` runs every check that needs \
+                  none; `envbuild doctor` says what this host has";
+    Some(match (code, place) {
+        ("TORCH_MISSING", Place::Python(python)) => format!(
+            "install torch into this interpreter (`{python} -m pip install torch`: PyPI's wheel \
+             also runs on a machine without a GPU, with `--gpus none`), or point `--python` at \
+             the environment that has it"
+        ),
+        ("TORCH_MISSING", Place::Container) => "the image's Python has no torch: build the \
+             image from the lock with `envbuild image SPEC` (its install stage puts torch in it), \
+             or test an image that has it"
+            .to_string(),
+        ("CUDA_UNAVAILABLE_NO_DRIVER" | "NO_GPU_VISIBLE", Place::Python(_)) => no_gpu.to_string(),
+        ("CUDA_UNAVAILABLE_NO_DRIVER" | "NO_GPU_VISIBLE", Place::Container) => {
+            format!("{no_gpu}, and whether the engine can give a container a GPU (NO_GPU_RUNTIME)")
+        }
+        ("TORCH_CPU_BUILD", Place::Python(_)) => "install the lock's CUDA build (`envbuild \
+             render` writes its requirements.txt with the wheel index), or use `--gpus none` \
+             without a lock to check a CPU build"
+            .to_string(),
+        _ => return None,
+    })
+}
+
+/// `report` with a hint on each failed or warning check that has one ([`hint_for`]); checks
+/// that already carry a hint keep it.
+pub fn with_hints(report: &SmokeReport, place: Place<'_>) -> SmokeReport {
+    let mut out = report.clone();
+    for c in &mut out.checks {
+        if c.hint.is_none() && matches!(c.status, Status::Fail | Status::Warn) {
+            c.hint = hint_for(&c.code, place);
+        }
+    }
+    out
+}
+
 // ------------------------------------------------------------------ rendering
 
 fn env_str(report: &SmokeReport, key: &str) -> Option<String> {

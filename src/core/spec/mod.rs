@@ -14,6 +14,7 @@ mod pins;
 pub mod raw;
 mod run;
 mod safety;
+pub mod schema;
 mod sources;
 mod target;
 mod validate;
