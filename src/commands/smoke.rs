@@ -31,7 +31,11 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     };
     let SmokeRun { report, mismatches } = smoke(table, &req)?;
     // What to do next, under each failed check (and in the `--json` checks).
-    let report = smoke::with_hints(&report, smoke::Place::Python(&args.python));
+    let place = smoke::Place::Python {
+        python: &args.python,
+        locked: args.lock.is_some() || args.expect_file.is_some(),
+    };
+    let report = smoke::with_hints(&report, place);
     if let Some(path) = &args.junit {
         super::write_junit(path, &[smoke::junit_suite(&report, "envbuild.smoke")])?;
     }

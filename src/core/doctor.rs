@@ -307,15 +307,13 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     let Some(build) = &e.cuda else {
         return check(name, Status::Skip, codes::CPU_BUILD, "CPU build".into());
     };
+    // The driver check above already carries NO_DRIVER's hint: said once.
     let Some(driver) = &host.driver else {
-        return hinted(
-            check(
-                name,
-                Status::Fail,
-                codes::NO_DRIVER,
-                format!("the lock's CUDA {build} build needs an NVIDIA driver"),
-            ),
-            hints::NO_DRIVER,
+        return check(
+            name,
+            Status::Fail,
+            codes::NO_DRIVER,
+            format!("the lock's CUDA {build} build needs an NVIDIA driver"),
         );
     };
     // Native is decided per CUDA minor version: a driver whose own "CUDA Version" is 12.8 runs
@@ -706,6 +704,14 @@ mod tests {
         );
         assert!(c.detail.contains("no NVIDIA driver found"));
         assert!(c.detail.contains("libnvidia-ml"));
+        assert!(c.hint.as_deref().unwrap().contains("--gpus none"));
+        // With a CUDA lock the build's check fails too, without saying the same hint twice.
+        let r = evaluate(&h, Some(&expect("12.4", &["sm_80"])), None);
+        let hints = r.checks.iter().filter(|c| c.hint.is_some()).count();
+        assert_eq!(
+            (find(&r, "driver_compat").code.as_str(), hints),
+            (codes::NO_DRIVER, 1)
+        );
         assert_eq!(r.status, Verdict::Fail);
         assert_eq!(find(&r, "container_gpu").code, codes::NOT_CHECKED);
 
