@@ -7,7 +7,7 @@ pub mod closure;
 pub mod compat;
 pub mod diag;
 pub mod doctor;
-pub mod expect;
+pub mod expectations;
 pub mod hash;
 pub mod host;
 pub mod import;

@@ -18,13 +18,12 @@ mod sources;
 mod target;
 mod validate;
 
-pub use crate::core::rules::is_safe_path;
+pub use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 pub use locator::Locator;
 pub use packages::{
     bare_reference, parse_conda_pkg, parse_pip_pkg, BareReference, PkgParse, PIN_REFERENCE_HINT,
     REFERENCE_UNPINNED,
 };
-pub use safety::MAX_VALUE_LEN;
 pub use sources::pip_location_rule;
 
 use crate::core::diag::{Diagnostic, Location};

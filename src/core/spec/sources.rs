@@ -5,10 +5,10 @@
 
 use super::codes::INVALID_SPEC;
 use super::raw::RawSpec;
-use super::safety::{is_name, MAX_VALUE_LEN};
+use super::safety::is_name;
 use super::validate::Ctx;
 use super::{PipSources, Source};
-use crate::core::rules::is_safe_path;
+use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 
 const CHANNEL_NAME_HINT: &str =
     "a channel is a name such as `conda-forge`, a label channel such as `nvidia/label/cuda-12.4.1`, or an https:// URL without spaces or quotes";
