@@ -271,7 +271,12 @@ impl<'a> Scan<'a> {
         let (spec, origins) = spec_text::spec_text(&pins, meta, opts);
         // Whatever came in must make a valid spec (this also refuses unsafe values); its
         // problems point at the input line each value came from.
-        match crate::core::spec::parse(&spec, crate::core::spec::Format::Toml, "", self.table) {
+        match crate::core::resolve::parse_spec(
+            &spec,
+            crate::core::spec::Format::Toml,
+            "",
+            self.table,
+        ) {
             Ok(_) => Ok(Imported {
                 spec,
                 notes: self.notes,

@@ -4,9 +4,9 @@
 //! This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
+use super::context::Ctx;
 use super::raw::RawSpec;
 use super::safety::is_name;
-use super::validate::Ctx;
 use super::{PipSources, Source};
 use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 
