@@ -216,7 +216,7 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     );
     // expect.json is strict JSON read by the script (`deny_unknown_fields` on the Rust side), so
     // it carries no header; the image's labels carry the lock hash instead.
-    let expect = crate::core::expect::expectations_from_lock(lock);
+    let expect = crate::core::expectations::expectations_from_lock(lock);
     let mut json = serde_json::to_string_pretty(&expect)
         .map_err(|e| Failure::bug(format!("cannot serialise the expectations: {e}")))?;
     json.push('\n');

@@ -2,8 +2,8 @@
 //! port, dataset and checkpoint mounts). This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
+use super::context::Ctx;
 use super::raw::RawRun;
-use super::validate::Ctx;
 use super::Run;
 use crate::core::rules::is_safe_path;
 
