@@ -23,7 +23,7 @@ use crate::core::rules;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Diagnostic codes of this module (listed in the README).
+/// Diagnostic codes of this module (listed in docs/diagnostics.md).
 pub mod codes {
     use crate::core::diag::Code;
     /// A lock value that could break out of a Dockerfile, YAML or shell line (same code as the

@@ -44,7 +44,7 @@ pub use proposal::Proposal;
 pub use unpinned::{parse_spec, prove_unpinned};
 
 /// Diagnostic codes of resolution (spec parsing adds INVALID_SPEC, UNPINNED_VERSION,
-/// UNSAFE_VALUE). Documented in the README.
+/// UNSAFE_VALUE). Documented in docs/diagnostics.md.
 pub mod codes {
     use crate::core::diag::Code;
     // errors

@@ -518,7 +518,7 @@ fn schema_hint(message: &str) -> Option<String> {
             .max_by(|a, b| a.0.total_cmp(&b.0));
         return Some(match best {
             Some((_, k)) => format!("did you mean `{k}`?"),
-            None => "remove it; the README lists every spec key".to_string(),
+            None => "remove it; docs/spec.md lists every spec key".to_string(),
         });
     }
     if message.contains("invalid type") && message.contains("expected a string") {
@@ -530,7 +530,7 @@ fn schema_hint(message: &str) -> Option<String> {
         );
     }
     if message.contains("missing field") {
-        return Some("see the README's spec reference for the required keys".to_string());
+        return Some("see docs/spec.md for the required keys".to_string());
     }
     None
 }
