@@ -1,5 +1,5 @@
 //! The codes the use cases own, and the registry of every diagnostic code envbuild can emit
-//! (each module owns its codes; this list gathers them for the README check). No I/O.
+//! (each module owns its codes; this list gathers them for docs/diagnostics.md's check). No I/O.
 
 use crate::core::diag::Code;
 
@@ -12,7 +12,7 @@ pub const LOCK_MISSING: Code = "LOCK_MISSING";
 /// `image SPEC... --fail-fast`: a spec not run (or stopped) because another one failed.
 pub const CANCELLED: Code = "CANCELLED";
 
-/// Every diagnostic code envbuild can emit, sorted, for the README check.
+/// Every diagnostic code envbuild can emit, sorted, for the docs check (docs/diagnostics.md).
 pub fn all() -> Vec<&'static str> {
     let mut v = vec![OUTPUT_EXISTS, LOCK_STALE, LOCK_MISSING, CANCELLED];
     v.push(crate::core::lock::INVALID_LOCK);

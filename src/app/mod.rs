@@ -48,7 +48,7 @@ pub struct LoadedSpec {
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
     let display = crate::core::diag::shown(path);
     let text = read_text(path, Input::Spec).map_err(|f| f.diagnostics)?;
-    match crate::core::spec::parse(&text, Format::from_path(path), &display, table) {
+    match crate::core::resolve::parse_spec(&text, Format::from_path(path), &display, table) {
         Ok(spec) => Ok(LoadedSpec {
             spec,
             text,

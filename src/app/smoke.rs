@@ -31,7 +31,7 @@ pub struct SmokeRun {
 pub fn smoke(table: &Table, req: &PythonSmokeRequest<'_>) -> Result<SmokeRun, Failure> {
     let lock = req.lock.map(super::read_lock).transpose()?;
     let expectations = match (&lock, req.expect_file) {
-        (Some(lock), _) => crate::core::expect::expectations_from_lock(lock),
+        (Some(lock), _) => crate::core::expectations::expectations_from_lock(lock),
         (None, Some(path)) => super::read_expectations(path)?,
         (None, None) => Expectations::default(),
     };

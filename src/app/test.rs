@@ -93,7 +93,7 @@ pub struct TestRequest<'a> {
 /// Read a lock file and map it to the smoke test's expectations.
 fn expectations_from_lock_file(path: &Path) -> Result<Expectations, Failure> {
     let lock = super::read_lock(path)?;
-    Ok(crate::core::expect::expectations_from_lock(&lock))
+    Ok(crate::core::expectations::expectations_from_lock(&lock))
 }
 
 /// What an image's own `/opt/envbuild/expect.json` asks for.

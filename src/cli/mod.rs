@@ -28,7 +28,7 @@ const AFTER_HELP: &str = exit_codes!(
     "success (warnings allowed)",
     "a user-facing failure: bad spec, incompatible combination, stale lock under --locked,\n     \
      failed build or smoke check",
-    after: "Docs: the README lists every spec key, command, diagnostic code and environment variable."
+    after: "Docs: docs/spec.md lists every spec key, docs/commands.md every command, docs/diagnostics.md every code, docs/environment.md every environment variable."
 );
 
 /// Declarative, pinned PyTorch/CUDA environments and images that are proven to use the GPU.

@@ -1,10 +1,10 @@
 //! The value parsers of the command line, one per argument type; each wraps the one core parser
 //! of that type and words its refusal for clap. This module performs no I/O.
 
-use crate::core::expect::{parse_size, SizeError};
+use crate::core::rules::{parse_size, SizeError};
 
 /// A size for `--shm-size`: `1073741824`, `512m`, `512mb`, `2g`, `64k` (docker's grammar, binary
-/// units; see `core::expect::parse_size`), more than zero and at most what the Engine API takes.
+/// units; see `core::rules::parse_size`), more than zero and at most what the Engine API takes.
 pub fn size(s: &str) -> Result<u64, String> {
     match parse_size(s) {
         Ok(size) if size.bytes > 0 && size.bytes <= i64::MAX as u64 => Ok(size.bytes),

@@ -1,6 +1,6 @@
 //! Diagnostics: the coded messages every command reports, and how they are printed.
 //!
-//! A diagnostic has a stable code (documented in the README), a severity, a message and, where
+//! A diagnostic has a stable code (documented in docs/diagnostics.md), a severity, a message and, where
 //! one exists, a hint naming a concrete working alternative. This module performs no I/O except
 //! in [`Failure::eprint`]/[`eprint_all`], which write to a caller-supplied writer.
 
@@ -126,7 +126,7 @@ pub fn shown(path: &std::path::Path) -> String {
     printable(&path.display().to_string())
 }
 
-/// Process exit codes: the contract documented in the README and `--help`.
+/// Process exit codes: the contract documented in the README, docs/commands.md and `--help`.
 pub mod exit {
     /// Success (warnings allowed).
     pub const OK: i32 = 0;

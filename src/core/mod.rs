@@ -8,7 +8,7 @@ pub mod compat;
 pub mod diag;
 pub mod docker_config;
 pub mod doctor;
-pub mod expect;
+pub mod expectations;
 pub mod hash;
 pub mod host;
 pub mod image_ref;

@@ -3,15 +3,17 @@
 //! values enter, and `render` checks a lock with the same ones, so a lock that locks renders.
 //! This module performs no I/O.
 
-use crate::core::expect::{parse_size, SizeError};
 use crate::core::image_ref::ImageRef;
+
+/// No spec value needs more: longer ones are refused before they reach any output.
+pub const MAX_VALUE_LEN: usize = 200;
 
 /// A Docker image reference pinned by a tag other than `latest`, or by a digest, no longer
 /// than a spec value may be. The rule is [`ImageRef::pinned`]'s; this adds only the spec's
 /// value length, for the checks that see a value without the spec's safety pass (the table,
 /// a lock being rendered).
 pub fn image_ref(s: &str) -> Result<(), &'static str> {
-    if s.len() > crate::core::spec::MAX_VALUE_LEN {
+    if s.len() > MAX_VALUE_LEN {
         return Err(crate::core::image_ref::NOT_A_REF);
     }
     ImageRef::pinned(s).map(drop)
@@ -34,6 +36,53 @@ pub fn shm_size(s: &str) -> Result<String, &'static str> {
     }
 }
 
+/// A size that [`parse_size`] accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    pub bytes: u64,
+    /// Written as digits and at most one unit letter (`16g`, `100b`, `4096`): the spelling that
+    /// the spec, docker and the rendered Kubernetes quantity all read the same way.
+    pub short: bool,
+}
+
+/// Why [`parse_size`] refused a size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeError {
+    /// Not in the grammar.
+    Syntax,
+    /// In the grammar, but more bytes than 64 bits hold.
+    TooLarge,
+}
+
+/// The one size parser: docker's `--shm-size` grammar, binary units. Digits, then optionally a
+/// unit `b`, `k`, `m` or `g`, where `k`/`m`/`g` may be followed by `b` or `ib`; case-insensitive,
+/// surrounding blanks ignored: `4096`, `100b`, `64k`, `512m`, `512MB`, `512MiB`, `2g`. A leading
+/// `+` is tolerated because `--shm-size` always took it.
+pub fn parse_size(s: &str) -> Result<Size, SizeError> {
+    let t = s.trim();
+    let body = t.strip_prefix('+').unwrap_or(t);
+    let (digits, unit) = body.split_at(
+        body.find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(body.len()),
+    );
+    if digits.is_empty() {
+        return Err(SizeError::Syntax);
+    }
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(SizeError::Syntax),
+    };
+    // Only ASCII digits are left, so a parse error is an overflow.
+    let n: u64 = digits.parse().map_err(|_| SizeError::TooLarge)?;
+    Ok(Size {
+        bytes: n.checked_mul(mult).ok_or(SizeError::TooLarge)?,
+        short: body.len() == t.len() && unit.len() <= 1,
+    })
+}
+
 /// An exact package version (`2.5.1`, `0.20.1+cu124`, `1!152.20180717`): letters, digits and
 /// `.`, `_`, `-`, `+`, starting with a letter or digit, with an optional epoch.
 pub fn version(s: &str) -> bool {
@@ -54,7 +103,7 @@ pub fn version(s: &str) -> bool {
 /// and no segment starting with `-` (it would read as an option).
 pub fn is_safe_path(p: &str, absolute: bool) -> bool {
     !p.is_empty()
-        && p.len() <= crate::core::spec::MAX_VALUE_LEN
+        && p.len() <= MAX_VALUE_LEN
         && p.starts_with('/') == absolute
         && p.split('/').all(|s| s != ".." && !s.starts_with('-'))
         && p.bytes()
@@ -138,5 +187,45 @@ mod tests {
         ] {
             assert!(!project_subdir(bad), "{bad}");
         }
+    }
+
+    fn bytes(s: &str) -> Option<u64> {
+        parse_size(s).ok().map(|s| s.bytes)
+    }
+
+    #[test]
+    fn sizes_in_docker_grammar() {
+        for (text, want, short) in [
+            ("16g", 16u64 << 30, true),
+            ("512M", 512 << 20, true),
+            ("100b", 100, true),
+            ("100B", 100, true),
+            ("4096", 4096, true),
+            ("0", 0, true),
+            ("64k", 64 << 10, true),
+            (" 2g ", 2 << 30, true),
+            ("512mb", 512 << 20, false),
+            ("512MiB", 512 << 20, false),
+            ("1Gb", 1 << 30, false),
+            ("8kib", 8 << 10, false),
+            ("+1g", 1 << 30, false),
+        ] {
+            assert_eq!(
+                parse_size(text),
+                Ok(Size { bytes: want, short }),
+                "{text:?}"
+            );
+        }
+        for bad in [
+            "", "g", "mb", "1t", "-1g", "1.5g", "1 g", "1gg", "1bb", "1ib", "1mi", "++1g", "0x10",
+        ] {
+            assert_eq!(parse_size(bad), Err(SizeError::Syntax), "{bad:?}");
+        }
+        assert_eq!(
+            parse_size("99999999999999999999g"),
+            Err(SizeError::TooLarge)
+        );
+        assert_eq!(parse_size("99999999999g"), Err(SizeError::TooLarge));
+        assert_eq!(bytes("17179869184g"), None);
     }
 }

@@ -1,5 +1,5 @@
 //! The closure resolver (conda side): fetches each channel's `repodata.json` for the target's
-//! subdirs (https, http on 127.0.0.1, or `file://`) and solves the lock's match specs in
+//! subdirs (`https://`, `http://` or `file://`) and solves the lock's match specs in
 //! process with rattler's resolvo solver (the one pixi uses), against the target's virtual
 //! packages and in strict channel priority. An https channel is reached through the proxy
 //! `HTTPS_PROXY` (or `ALL_PROXY`) names unless `NO_PROXY` exempts its host, as curl and pip do.

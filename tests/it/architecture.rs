@@ -65,43 +65,6 @@ const PRINT_MACROS: &[&str] = &["println", "print", "eprintln", "eprint", "dbg"]
 /// The process's own streams, called bare (`stdin()` after `use std::io::stdin`).
 const STREAM_CALLS: &[&str] = &["stdin", "stdout", "stderr"];
 
-/// Loops between sibling modules in src/ today, each the sorted set of its modules. THIS MUST
-/// BE EMPTY: the loops are being untied (issue 18), and this list only lets the tree stay green
-/// meanwhile. The test fails on a loop not listed here and on a listed one that is gone, so it
-/// can only shrink: remove an entry when its loop is untied.
-const PENDING_LOOPS: &[&[&str]] = &[
-    &[
-        "crate::core::compat",
-        "crate::core::expect",
-        "crate::core::lock",
-        "crate::core::resolve",
-        "crate::core::rules",
-        "crate::core::spec",
-    ],
-    &[
-        "crate::core::import::conda",
-        "crate::core::import::scan",
-        "crate::core::import::spec_text",
-    ],
-    &[
-        "crate::core::resolve::build",
-        "crate::core::resolve::check",
-        "crate::core::resolve::driver",
-        "crate::core::resolve::glibc",
-        "crate::core::resolve::gpu",
-        "crate::core::resolve::hints",
-    ],
-    &[
-        "crate::core::spec::image",
-        "crate::core::spec::packages",
-        "crate::core::spec::pins",
-        "crate::core::spec::run",
-        "crate::core::spec::sources",
-        "crate::core::spec::target",
-        "crate::core::spec::validate",
-    ],
-];
-
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("read src")
@@ -215,38 +178,16 @@ fn every_path_shown_goes_through_the_one_escaping_helper() {
     assert!(raw.is_empty(), "use core::diag::shown(path):\n{raw}");
 }
 
+/// No loop between sibling modules anywhere in src/ (parent and child edges aside): each module
+/// can be read with only what sits below it.
 #[test]
-fn no_loop_between_sibling_modules_but_the_pending_ones() {
-    let problems = against_pending(violations(), PENDING_LOOPS);
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
-}
-
-/// The loops among `found` that `pending` does not list, and the entries of `pending` that are
-/// no longer loops: both fail the tree.
-fn against_pending(found: &[Violation], pending: &[&[&str]]) -> Vec<String> {
-    let pending: BTreeSet<Vec<String>> = pending
-        .iter()
-        .map(|l| l.iter().map(|m| m.to_string()).collect())
-        .collect();
-    let mut loops = BTreeSet::new();
-    let mut problems = Vec::new();
-    for v in found {
-        if let Violation::Loop { modules, .. } = v {
-            loops.insert(modules.clone());
-            if !pending.contains(modules) {
-                problems.push(format!(
-                    "{v}\n  (untie it: the shared type in a module of its own, or the caller \
-                     passing what the callee needs)"
-                ));
-            }
-        }
-    }
-    for gone in pending.difference(&loops) {
-        problems.push(format!(
-            "PENDING_LOOPS lists {gone:?}, no longer a loop: remove the entry"
-        ));
-    }
-    problems
+fn no_loop_between_sibling_modules() {
+    let loops = found(|v| matches!(v, Violation::Loop { .. }));
+    assert!(
+        loops.is_empty(),
+        "{loops}\n(untie it: the shared type in a module of its own, or the caller passing what \
+         the callee needs)"
+    );
 }
 
 /// `1.89` and `1.89.0` compare equal.
@@ -681,31 +622,6 @@ mod tests {
         ("infra/b.rs", "use crate::core::a::f;\n"),
     ]);
     assert_eq!(check(&t), vec![]);
-}
-
-#[test]
-fn a_loop_not_pending_and_a_pending_entry_that_is_no_loop_both_fail() {
-    let t = tree(&[
-        ("core/a.rs", "pub fn f() { super::b::g() }\n"),
-        ("core/b.rs", "pub fn g() { super::a::f() }\n"),
-    ]);
-    let found = check(&t);
-    let ab: &[&str] = &["crate::core::a", "crate::core::b"];
-    assert_eq!(against_pending(&found, &[ab]), Vec::<String>::new());
-    let new = against_pending(&found, &[]);
-    assert_eq!(new.len(), 1);
-    assert!(
-        new[0].starts_with("loop between crate::core::a, crate::core::b:\n    src/core/a.rs -> "),
-        "{new:?}"
-    );
-    let gone: &[&str] = &["crate::core::a", "crate::core::c"];
-    assert_eq!(
-        against_pending(&found, &[ab, gone]),
-        vec![
-            "PENDING_LOOPS lists [\"crate::core::a\", \"crate::core::c\"], no longer a loop: \
-             remove the entry"
-        ]
-    );
 }
 
 /// Each rule fails on a violation planted in a scratch copy of the real src/: the copy's

@@ -710,7 +710,7 @@ fn expect_json_matches_expectations_from_lock() {
             serde_json::from_str(r.text("envbuild/expect.json").expect("expect")).expect("json");
         assert_eq!(
             e,
-            envbuild::core::expect::expectations_from_lock(&lock),
+            envbuild::core::expectations::expectations_from_lock(&lock),
             "{dir}"
         );
         assert_eq!(
@@ -725,11 +725,11 @@ fn expect_json_matches_expectations_from_lock() {
         );
         assert!(!e.arch_list.is_empty(), "{dir}");
     }
-    let e = envbuild::core::expect::expectations_from_lock(&lock_of("conda-forge-torch210"));
+    let e = envbuild::core::expectations::expectations_from_lock(&lock_of("conda-forge-torch210"));
     assert_eq!(e.cuda.as_deref(), Some("12.9"));
     assert!(e.arch_list.contains(&"compute_120".to_string()));
     assert_eq!(e.min_shm_bytes, Some(16 << 30));
-    let e = envbuild::core::expect::expectations_from_lock(&lock_of("torch29-cu128"));
+    let e = envbuild::core::expectations::expectations_from_lock(&lock_of("torch29-cu128"));
     assert_eq!(
         e.packages.get("transformers").map(String::as_str),
         Some("4.57.1")

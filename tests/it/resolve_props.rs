@@ -6,8 +6,8 @@
 
 use envbuild::core::compat::{variant_of, Confidence, Table};
 use envbuild::core::lock::{DriverMode, Lock};
-use envbuild::core::resolve::resolve;
-use envbuild::core::spec::{parse, Format, Platform, Source, Spec};
+use envbuild::core::resolve::{parse_spec as parse, resolve};
+use envbuild::core::spec::{Format, Platform, Source, Spec};
 use envbuild::core::version::{Cc, Version};
 use proptest::prelude::*;
 use std::sync::OnceLock;

@@ -4,13 +4,14 @@
 //! line not carried over as written becomes a note, both on stderr and as a comment in the spec.
 //! The result is re-validated as a spec before it is returned. This module performs no I/O.
 //!
-//! The pipeline: parse the YAML document (`env_file`), classify its conda (`conda`) and pip
-//! (`pip`) dependencies, each with its line in the input, drop what only describes the source
-//! machine (`platform`), decide the source, write the spec text (`spec_text`), and parse that
-//! text as a spec.
+//! The pipeline: parse the YAML document (`env_file`), walk its dependencies (`scan`),
+//! classifying the conda (`conda`) and pip (`pip`) ones into what they pin (`found`), each with
+//! its line in the input, drop what only describes the source machine (`platform`), then, here,
+//! decide the source, write the spec text (`spec_text`), and parse that text as a spec.
 
 mod conda;
 mod env_file;
+mod found;
 mod pip;
 mod platform;
 mod requirements;
@@ -115,7 +116,71 @@ pub fn import(
         name: env_file::key_line(text, "name"),
         channels: channels_line,
     };
-    scan.finish(name, &env.channels, &meta, opts, lines)
+    finish(scan, name, &env.channels, &meta, opts, lines)
+}
+
+/// Write the spec from what the walk found, or return every error (with the notes after them).
+fn finish(
+    mut scan: Scan,
+    name: String,
+    channels: &[String],
+    meta: &EnvMetadata,
+    opts: &ImportOptions,
+    lines: spec_text::Lines,
+) -> Result<Imported, Vec<Diagnostic>> {
+    scan.pip_over_conda();
+    // Notes in the order of the input's lines (file-wide ones first).
+    scan.notes
+        .sort_by_key(|n| n.location.as_ref().map(|l| l.line));
+    let torch = conda::torch(&mut scan);
+    if let Some((_, v)) = &torch {
+        scan.companions(v);
+    }
+    let (Some((source, pytorch)), Some(python), true) =
+        (torch, scan.found.python.clone(), scan.diags.is_empty())
+    else {
+        if scan.diags.is_empty() {
+            scan.invalid("incomplete environment".into());
+        }
+        scan.diags.append(&mut scan.notes);
+        return Err(scan.diags);
+    };
+    let pins = spec_text::Pins {
+        file: scan.file,
+        name,
+        python,
+        pytorch,
+        source,
+        channels,
+        found: &scan.found,
+        notes: &scan.notes,
+        lines,
+    };
+    let (spec, origins) = spec_text::spec_text(&pins, meta, opts);
+    // Whatever came in must make a valid spec (this also refuses unsafe values); its
+    // problems point at the input line each value came from.
+    match crate::core::resolve::parse_spec(&spec, crate::core::spec::Format::Toml, "", scan.table) {
+        Ok(_) => Ok(Imported {
+            spec,
+            notes: scan.notes,
+        }),
+        Err(e) => {
+            let mut diags: Vec<Diagnostic> = e
+                .diagnostics
+                .into_iter()
+                .map(|mut d| {
+                    let line = d
+                        .location
+                        .as_ref()
+                        .and_then(|l| origins.get(l.line.wrapping_sub(1)).copied().flatten());
+                    d.location = location(scan.file, line);
+                    d
+                })
+                .collect();
+            diags.append(&mut scan.notes);
+            Err(diags)
+        }
+    }
 }
 
 /// A location in the input file.

@@ -3,7 +3,8 @@
 //! the extra packages. This module performs no I/O.
 
 use super::codes::IMPORT_CHANGED;
-use super::scan::{Extra, Scan};
+use super::found::Extra;
+use super::scan::Scan;
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
 use crate::core::spec::codes::UNNAMED_REFERENCE;

@@ -67,5 +67,5 @@ pub(super) fn import(
         ..Default::default()
     };
     let lines = spec_text::Lines::default();
-    scan.finish(name, &[], &meta, opts, lines)
+    super::finish(scan, name, &[], &meta, opts, lines)
 }

@@ -1,66 +1,14 @@
 //! The walk over an environment file's dependencies: what was found (each with its input
-//! line), the errors, and the notes on what is not carried over as written.
+//! line, see `found`), the errors, and the notes on what is not carried over as written.
 //! This module performs no I/O.
 
 use super::codes::{IMPORT_CHANGED, IMPORT_DROPPED};
+use super::found::Found;
+use super::location;
 use super::platform::{self, Os};
-use super::{location, spec_text, ImportOptions, Imported};
 use crate::core::compat::Table;
 use crate::core::diag::{printable, Code, Diagnostic};
-use crate::core::lock::EnvMetadata;
 use crate::core::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
-
-/// An extra package the spec keeps: its normalised name, the spec entry, its input line.
-pub(super) struct Extra {
-    pub(super) name: String,
-    pub(super) entry: String,
-    pub(super) line: Option<usize>,
-}
-
-/// A torch companion as the file pins it.
-#[derive(Default)]
-pub(super) struct Companion {
-    pub(super) listed: bool,
-    pub(super) pin: Option<(String, Option<usize>)>,
-}
-
-/// What the dependencies pin, as far as the spec cares.
-#[derive(Default)]
-pub(super) struct Found {
-    pub(super) python: Option<String>,
-    pub(super) python_line: Option<usize>,
-    pub(super) pytorch: Option<(String, Option<usize>)>,
-    /// conda-forge's `pytorch-gpu` metapackage: its version, when pinned.
-    pub(super) pytorch_gpu: Option<Option<String>>,
-    pub(super) pytorch_channel_selector: Option<String>,
-    /// A CUDA selector listed without a version: (the item, its name, its line).
-    pub(super) unpinned_selector: Option<(String, String, Option<usize>)>,
-    /// The CUDA a pytorch channel build string names (`py3.7_cuda9.0.176_cudnn7.1.2_2`).
-    pub(super) build_cuda: Option<String>,
-    pub(super) conda_cuda: Option<String>,
-    pub(super) torch_pip: Option<(String, Option<usize>)>,
-    pub(super) pip_variant: Option<String>,
-    pub(super) torchvision: Companion,
-    pub(super) torchaudio: Companion,
-    pub(super) conda: Vec<Extra>,
-    pub(super) pip: Vec<Extra>,
-    /// pip's `--index-url`, `--extra-index-url` and `--find-links` locations other than
-    /// PyTorch's, each with its input line.
-    pub(super) index_url: Option<(String, Option<usize>)>,
-    pub(super) extra_index_urls: Vec<(String, Option<usize>)>,
-    pub(super) find_links: Vec<(String, Option<usize>)>,
-}
-
-impl Found {
-    /// The companion `name` names, if it is one.
-    pub(super) fn companion(&mut self, name: &str) -> Option<&mut Companion> {
-        match name {
-            "torchvision" => Some(&mut self.torchvision),
-            "torchaudio" => Some(&mut self.torchaudio),
-            _ => None,
-        }
-    }
-}
 
 /// The walk: what was found, every problem and every note, in file order.
 pub(super) struct Scan<'a> {
@@ -231,72 +179,9 @@ impl<'a> Scan<'a> {
         self.error(d);
     }
 
-    /// Write the spec, or return every error (with the notes after them).
-    pub(super) fn finish(
-        mut self,
-        name: String,
-        channels: &[String],
-        meta: &EnvMetadata,
-        opts: &ImportOptions,
-        lines: spec_text::Lines,
-    ) -> Result<Imported, Vec<Diagnostic>> {
-        self.pip_over_conda();
-        // Notes in the order of the input's lines (file-wide ones first).
-        self.notes
-            .sort_by_key(|n| n.location.as_ref().map(|l| l.line));
-        let torch = super::conda::torch(&mut self);
-        if let Some((_, v)) = &torch {
-            self.companions(v);
-        }
-        let (Some((source, pytorch)), Some(python), true) =
-            (torch, self.found.python.clone(), self.diags.is_empty())
-        else {
-            if self.diags.is_empty() {
-                self.invalid("incomplete environment".into());
-            }
-            self.diags.append(&mut self.notes);
-            return Err(self.diags);
-        };
-        let pins = spec_text::Pins {
-            file: self.file,
-            name,
-            python,
-            pytorch,
-            source,
-            channels,
-            found: &self.found,
-            notes: &self.notes,
-            lines,
-        };
-        let (spec, origins) = spec_text::spec_text(&pins, meta, opts);
-        // Whatever came in must make a valid spec (this also refuses unsafe values); its
-        // problems point at the input line each value came from.
-        match crate::core::spec::parse(&spec, crate::core::spec::Format::Toml, "", self.table) {
-            Ok(_) => Ok(Imported {
-                spec,
-                notes: self.notes,
-            }),
-            Err(e) => {
-                let mut diags: Vec<Diagnostic> =
-                    e.diagnostics
-                        .into_iter()
-                        .map(|mut d| {
-                            let line = d.location.as_ref().and_then(|l| {
-                                origins.get(l.line.wrapping_sub(1)).copied().flatten()
-                            });
-                            d.location = location(self.file, line);
-                            d
-                        })
-                        .collect();
-                diags.append(&mut self.notes);
-                Err(diags)
-            }
-        }
-    }
-
     /// A package in both lists: pip installs after conda and replaces its files, so the pip pin
     /// is the one the environment ends with.
-    fn pip_over_conda(&mut self) {
+    pub(super) fn pip_over_conda(&mut self) {
         let norm = |n: &str| n.replace('_', "-");
         let pip: Vec<(String, Option<usize>, String)> = self
             .found
@@ -326,7 +211,7 @@ impl<'a> Scan<'a> {
 
     /// A pinned torchvision/torchaudio other than the release for this torch: the lock
     /// installs the matching one; say so.
-    fn companions(&mut self, torch: &str) {
+    pub(super) fn companions(&mut self, torch: &str) {
         let Some(row) =
             crate::core::version::Version::parse(torch).and_then(|v| self.table.torch_row(&v))
         else {

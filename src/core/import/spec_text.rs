@@ -4,7 +4,7 @@
 //! the spec remembers the input line it came from, so that the spec's own checks point there.
 //! This module performs no I/O.
 
-use super::scan::{Extra, Found};
+use super::found::{Extra, Found};
 use super::ImportOptions;
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;

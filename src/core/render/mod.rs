@@ -23,7 +23,7 @@ use crate::core::rules;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Diagnostic codes of this module (listed in the README).
+/// Diagnostic codes of this module (listed in docs/diagnostics.md).
 pub mod codes {
     use crate::core::diag::Code;
     /// A lock value that could break out of a Dockerfile, YAML or shell line (same code as the
@@ -216,7 +216,7 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     );
     // expect.json is strict JSON read by the script (`deny_unknown_fields` on the Rust side), so
     // it carries no header; the image's labels carry the lock hash instead.
-    let expect = crate::core::expect::expectations_from_lock(lock);
+    let expect = crate::core::expectations::expectations_from_lock(lock);
     let mut json = serde_json::to_string_pretty(&expect)
         .map_err(|e| Failure::bug(format!("cannot serialise the expectations: {e}")))?;
     json.push('\n');

@@ -1,11 +1,11 @@
 //! The lock assembled from what the other steps resolved. This module performs no I/O.
 
-use super::build::Build;
 use super::driver;
 use super::gpu::compute;
 use super::image::{self, Base};
 use super::install::Lines;
 use super::packages::Packages;
+use super::types::Build;
 use crate::core::compat::Table;
 use crate::core::lock::{DriverMode, Lock, LockedGpu, LOCK_VERSION};
 use crate::core::spec::Spec;

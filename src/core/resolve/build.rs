@@ -3,73 +3,12 @@
 //! libraries, GPU architectures and glibc floor. This module performs no I/O.
 
 use super::codes::*;
-use super::hints::Hinter;
+use super::types::{Ask, Build, Findings};
 use super::{err, v, warn};
 use crate::core::compat::{variant_cuda, variant_of, Confidence, Table, TorchRow, WheelRow};
 use crate::core::diag::Diagnostic;
-use crate::core::spec::{Platform, Source};
+use crate::core::spec::{Platform, Source, Spec};
 use crate::core::version::{Cc, Version};
-
-/// One concrete build of torch: a wheel variant, a pytorch-channel selector or a conda-forge
-/// CUDA build.
-#[derive(Debug, Clone)]
-pub(super) struct Build {
-    /// The spec value that selects it (`cuda` or `pytorch-cuda`), as major.minor.
-    pub selector: Version,
-    pub variant: Option<String>,
-    pub cuda: Version,
-    pub cudnn: Option<String>,
-    pub cudnn_confidence: Confidence,
-    pub nccl: Option<String>,
-    pub arch: Vec<Cc>,
-    pub ptx: Vec<Cc>,
-    pub arch_confidence: Confidence,
-    pub unconfirmed_arch: Vec<Cc>,
-    pub ptx_confidence: Confidence,
-    pub glibc: Version,
-    pub glibc_confidence: Confidence,
-    /// Whether the source really installs this build: PyPI's torch is one variant of the index's
-    /// wheels, and which one is a fact with its own confidence. Every fact of the build (CUDA,
-    /// cuDNN, NCCL, arch list) rests on it.
-    pub variant_confidence: Confidence,
-    /// Warnings that come with choosing this build at all.
-    pub notes: Vec<Diagnostic>,
-}
-
-impl Build {
-    /// The build's facts that rest on unconfirmed table rows, as the lock's `unconfirmed` keys:
-    /// `cuda`, `cudnn`, `nccl`, `arch_list` (the whole list), `arch_list:sm_XY` (one entry of
-    /// it) and `ptx`. An unsure variant (which build PyPI's torch is) makes every one unsure.
-    pub fn unconfirmed_facts(&self) -> Vec<String> {
-        let all = self.variant_confidence.is_unconfirmed();
-        let whole_arch = all || self.arch_confidence.is_unconfirmed();
-        let mut out: Vec<String> = Vec::new();
-        let mut add = |key: &str, unsure: bool| {
-            if unsure {
-                out.push(key.to_string());
-            }
-        };
-        add("cuda", all);
-        add(
-            "cudnn",
-            self.cudnn.is_some() && (all || self.cudnn_confidence.is_unconfirmed()),
-        );
-        add("nccl", self.nccl.is_some() && all);
-        add("arch_list", whole_arch);
-        add("ptx", all || self.ptx_confidence.is_unconfirmed());
-        if !whole_arch {
-            for cc in self
-                .arch
-                .iter()
-                .filter(|c| self.unconfirmed_arch.contains(c))
-            {
-                out.push(format!("arch_list:{}", cc.sm()));
-            }
-        }
-        out.sort();
-        out
-    }
-}
 
 /// The selectors a source offers for a torch row, as major.minor CUDA versions.
 pub(super) fn selectors(t: &TorchRow, source: Source, platform: Platform) -> Vec<Version> {
@@ -107,43 +46,42 @@ fn list_selectors(t: &TorchRow, source: Source, platform: Platform) -> String {
 
 /// The selector the spec gives for its source; `None` after pushing the error when there is
 /// none, or when PyPI has no CUDA wheel for the platform.
-pub(super) fn selector(h: &Hinter, t: &TorchRow, diags: &mut Vec<Diagnostic>) -> Option<Version> {
-    let spec = h.spec;
+pub(super) fn selector(spec: &Spec, t: &TorchRow, found: &mut Findings) -> Option<Version> {
     let selector = match spec.source {
         Source::PytorchChannel => spec.pytorch_cuda.clone(),
         Source::CondaForge | Source::PytorchIndex => spec.cuda.clone(),
         Source::Pypi => variant_cuda(&t.pypi_default),
     };
     let Some(selector) = selector else {
-        diags.push(err(NO_SUCH_VARIANT, "cuda", "no CUDA selector".into()));
+        found
+            .diags
+            .push(err(NO_SUCH_VARIANT, "cuda", "no CUDA selector".into()));
         return None;
     };
-    if spec.source == Source::Pypi && !pypi_has_cuda(h, t, &selector, diags) {
+    if spec.source == Source::Pypi && !pypi_has_cuda(spec, t, &selector, found) {
         return None;
     }
     Some(selector)
 }
 
-/// PyPI's torch wheel is a CUDA build only on some platforms; false after pushing the error.
-fn pypi_has_cuda(
-    h: &Hinter,
-    t: &TorchRow,
-    selector: &Version,
-    diags: &mut Vec<Diagnostic>,
-) -> bool {
-    let no_cuda = match h.spec.target.platform {
+/// PyPI's torch wheel is a CUDA build only on some platforms; false after pushing the error,
+/// whose hint names the same CUDA from the PyTorch index.
+fn pypi_has_cuda(spec: &Spec, t: &TorchRow, selector: &Version, found: &mut Findings) -> bool {
+    let no_cuda = match spec.target.platform {
         Platform::Win64 => Some("PyPI's Windows torch wheel is CPU-only: CUDA wheels for Windows come only from the PyTorch index"),
         Platform::LinuxAarch64 if t.version < v("2.11") => Some("PyPI's Linux aarch64 torch wheel is CPU-only before 2.11"),
         _ => None,
     };
     if let Some(why) = no_cuda {
-        diags.push(
-            err(NO_SUCH_VARIANT, "source", why.to_string()).with_hint(h.pypi_cpu_only(t, selector)),
+        let selector = selector.clone();
+        found.ask(
+            err(NO_SUCH_VARIANT, "source", why.to_string()),
+            Ask::CudaWheel { selector },
         );
         return false;
     }
     if t.pypi_default_confidence.is_unconfirmed() {
-        diags.push(warn(
+        found.diags.push(warn(
             UNCONFIRMED_FACT,
             "pytorch",
             format!(

@@ -3,16 +3,15 @@
 //! http. This module performs no I/O.
 
 use super::codes::*;
-use super::hints::Hinter;
+use super::types::Ask;
 use super::{err, warn};
-use crate::core::compat::TorchRow;
+use crate::core::compat::{Table, TorchRow};
 use crate::core::diag::Diagnostic;
 use crate::core::spec::{Source, Spec};
 
-/// The error for a release the `pytorch` channel never published (it ended), with a working
-/// alternative when there is one.
-pub(super) fn discontinued(h: &Hinter) -> Option<Diagnostic> {
-    let (spec, table) = (h.spec, h.table);
+/// The error for a release the `pytorch` channel never published (it ended), asking for a
+/// working alternative.
+pub(super) fn discontinued(spec: &Spec, table: &Table) -> Option<(Diagnostic, Ask)> {
     if spec.source != Source::PytorchChannel {
         return None;
     }
@@ -21,13 +20,12 @@ pub(super) fn discontinued(h: &Hinter) -> Option<Diagnostic> {
     if spec.pytorch <= *last {
         return None;
     }
-    let mut d = err(
+    let d = err(
         CHANNEL_DISCONTINUED,
         "pytorch",
         format!("PyTorch {} is not published on the `pytorch` conda channel: its last release is {last} (the channel ended in {})", spec.pytorch, channel_row.and_then(|c| c.ended.clone()).unwrap_or_default()),
     );
-    d.hint = Some(h.discontinued(last));
-    Some(d)
+    Some((d, Ask::ChannelEnded { last: last.clone() }))
 }
 
 /// The channels the spec's source needs, and mixes to avoid.

@@ -3,10 +3,9 @@
 //! package, and GPUs that need a newer driver or were dropped by a driver branch. This module
 //! performs no I/O.
 
-use super::build::Build;
 use super::codes::*;
-use super::gpu::Gpu;
-use super::readings::{self, Grade, Judged};
+use super::types::{Build, Ctx, Gpu, Modes};
+use super::unconfirmed::{self, Grade, Judged};
 use super::{err, warn};
 use crate::core::compat::{DriverReq, GpuKind, Os, Table};
 use crate::core::diag::Diagnostic;
@@ -85,15 +84,6 @@ impl DriverFacts {
     }
 }
 
-/// The driver's mode under the facts as stated, and under every reading of the unconfirmed
-/// ones (the stated one first), which GPU coverage needs too: PTX JIT fails under minor-version
-/// compatibility.
-#[derive(Debug, Clone)]
-pub(super) struct Modes {
-    pub stated: DriverMode,
-    pub readings: Vec<DriverMode>,
-}
-
 fn grade(m: DriverMode) -> Grade {
     match m {
         DriverMode::Native | DriverMode::ForwardCompat => Grade::Clean,
@@ -112,21 +102,19 @@ pub(super) fn note_missing(spec: &Spec, diags: &mut Vec<Diagnostic>) {
 /// Check the spec's target driver against a build; the modes it runs the build in, or `None`
 /// when the spec names no driver.
 pub(super) fn check(
-    spec: &Spec,
-    table: &Table,
+    cx: &Ctx,
     source: Source,
-    gpus: &[Gpu],
     build: &Build,
     facts: &DriverFacts,
     out: &mut Vec<Diagnostic>,
 ) -> Option<Modes> {
-    let driver = spec.target.driver.as_ref()?;
-    let modes = judge(spec, gpus, build, facts, driver, out);
+    let driver = cx.spec.target.driver.as_ref()?;
+    let modes = judge(cx.spec, cx.gpus, build, facts, driver, out);
     // conda-forge CUDA builds depend on __cuda >= major (the driver's highest CUDA).
     if source == Source::CondaForge {
-        out.extend(virtual_cuda(table, build, driver));
+        out.extend(virtual_cuda(cx.table, build, driver));
     }
-    gpu_drivers(gpus, driver, out);
+    gpu_drivers(cx.gpus, driver, out);
     Some(modes)
 }
 
@@ -141,7 +129,7 @@ fn judge(
     out: &mut Vec<Diagnostic>,
 ) -> Modes {
     let mut readings = facts.modes(driver);
-    let judged = readings::judge(readings.iter().map(|m| grade(*m)));
+    let judged = unconfirmed::judge(readings.iter().map(|m| grade(*m)));
     let native_txt = facts
         .native
         .as_ref()
@@ -160,7 +148,7 @@ fn judge(
         }
         DriverMode::TooOld => {
             let d = too_old(build, facts, driver, &native_txt, &cuda_label);
-            out.push(readings::decide(d, &judged));
+            out.push(unconfirmed::decide(d, &judged));
             DriverMode::TooOld
         }
         DriverMode::MinorCompat => {
@@ -220,7 +208,7 @@ fn forward_compat(
         .collect();
     if gpus.is_empty() || !consumer.is_empty() {
         // Needed only when the driver is too old: certain only when every reading says so.
-        out.push(readings::decide(err(
+        out.push(unconfirmed::decide(err(
             FORWARD_COMPAT_UNSUPPORTED,
             "target.forward-compat",
             format!(
@@ -279,7 +267,7 @@ fn virtual_cuda(table: &Table, build: &Build, driver: &Version) -> Option<Diagno
         .is_some_and(|b| b.confidence.is_unconfirmed())
         .then_some(Grade::Clean);
     (!ok).then(|| {
-        readings::decide(err(
+        unconfirmed::decide(err(
             VIRTUAL_PACKAGE_UNSATISFIED,
             "target.driver",
             format!(
@@ -288,7 +276,7 @@ fn virtual_cuda(table: &Table, build: &Build, driver: &Version) -> Option<Diagno
                 build.cuda.major(),
                 max.map(|m| m.to_string()).unwrap_or_else(|| "(none)".into())
             ),
-        ), &readings::judge(std::iter::once(Grade::Failed).chain(absent)))
+        ), &unconfirmed::judge(std::iter::once(Grade::Failed).chain(absent)))
     })
 }
 
@@ -306,8 +294,8 @@ fn gpu_drivers(gpus: &[Gpu], driver: &Version, out: &mut Vec<Diagnostic>) {
                 } else {
                     Grade::Clean
                 });
-                let judged = readings::judge(std::iter::once(Grade::Failed).chain(absent));
-                out.push(readings::decide(
+                let judged = unconfirmed::judge(std::iter::once(Grade::Failed).chain(absent));
+                out.push(unconfirmed::decide(
                     err(
                         DRIVER_TOO_OLD,
                         "target.driver",

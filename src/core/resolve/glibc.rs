@@ -1,10 +1,10 @@
 //! glibc: whether the target's C library is new enough for a build. This module performs no
 //! I/O.
 
-use super::build::Build;
 use super::codes::*;
 use super::err;
-use super::readings::{self, Grade};
+use super::types::Build;
+use super::unconfirmed::{self, Grade};
 use crate::core::diag::Diagnostic;
 use crate::core::spec::Spec;
 
@@ -17,12 +17,12 @@ pub(super) fn check(spec: &Spec, build: &Build) -> Option<Diagnostic> {
     } else {
         vec![Some(&build.glibc)]
     };
-    let judged = readings::judge(floors.iter().map(|f| match f {
+    let judged = unconfirmed::judge(floors.iter().map(|f| match f {
         Some(f) if glibc < *f => Grade::Failed,
         _ => Grade::Clean,
     }));
     (judged.stated == Grade::Failed).then(|| {
-        readings::decide(
+        unconfirmed::decide(
             err(
                 GLIBC_TOO_OLD,
                 "target.glibc",

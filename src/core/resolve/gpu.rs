@@ -1,39 +1,15 @@
 //! GPU architectures: the target's GPUs looked up in the table, and whether a build carries a
 //! cubin or PTX for each. This module performs no I/O.
 
-use super::build::Build;
 use super::codes::*;
-use super::driver::Modes;
-use super::readings::{self, Grade};
+use super::types::{Build, Gpu, Modes};
+use super::unconfirmed::{self, Grade};
 use super::{err, warn};
-use crate::core::compat::{Confidence, DriverReq, GpuKind, Table};
+use crate::core::compat::{DriverReq, Table};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::{DriverMode, LockedGpu};
 use crate::core::spec::Spec;
-use crate::core::version::{self, Cc, Coverage, Version};
-
-/// A target GPU after lookup.
-#[derive(Debug, Clone)]
-pub(super) struct Gpu {
-    pub input: String,
-    pub model: Option<String>,
-    pub cc: Cc,
-    pub kind: Option<GpuKind>,
-    /// The lowest drivers that drive it, by its model's row then its architecture's, each
-    /// with how sure the table is of it.
-    pub min_drivers: Vec<(Version, Confidence)>,
-    pub last_branch: Option<u64>,
-    pub family: Option<String>,
-}
-
-impl Gpu {
-    pub fn label(&self) -> String {
-        match &self.model {
-            Some(m) => format!("{m} ({})", self.cc.sm()),
-            None => self.cc.sm(),
-        }
-    }
-}
+use crate::core::version::{self, Cc, Coverage};
 
 /// Look up the spec's GPUs; unknown ones are errors, and no GPUs at all is a warning.
 pub(super) fn lookup(spec: &Spec, table: &Table, diags: &mut Vec<Diagnostic>) -> Vec<Gpu> {
@@ -130,7 +106,7 @@ pub(super) fn coverage(
                     .map(move |m| Outcome { reach, mode: *m })
             })
             .collect();
-        let judged = readings::judge(outcomes.iter().map(Outcome::grade));
+        let judged = unconfirmed::judge(outcomes.iter().map(Outcome::grade));
         let stated = outcomes[0];
         let runs_via = match stated.reach {
             Coverage::Cubin(c) => {
@@ -147,7 +123,7 @@ pub(super) fn coverage(
                 let ptx = compute(&p);
                 let d = ptx_jit(g, &ptx, stated.mode, native);
                 if d.is_error() {
-                    out.push(readings::decide(d, &judged));
+                    out.push(unconfirmed::decide(d, &judged));
                 } else {
                     out.push(d);
                     if judged.worst == Grade::Failed {
@@ -157,7 +133,7 @@ pub(super) fn coverage(
                 ptx
             }
             Coverage::None => {
-                out.push(readings::decide(
+                out.push(unconfirmed::decide(
                     err(
                         ARCH_NOT_IN_WHEEL,
                         "target.gpus",

@@ -1,25 +1,67 @@
 //! Hints: the releases known around an unknown one, and concrete alternatives (another build,
 //! source, release or Python) for errors. A hint that names values is a claim, so it is proven
 //! before it is offered: the spec changed exactly as the hint says (same target, GPUs and
-//! driver) must lock without errors. Proofs resolve with hints off, so they never recurse.
-//! This module performs no I/O.
+//! driver) must lock without errors. Hints are given after every rule has run, to the errors
+//! that ask for one ([`Ask`]); they use the rules (a candidate build is checked against the
+//! target before its proof), never the reverse. Proofs resolve with hints off, so they never
+//! recurse. This module performs no I/O.
 
-use super::build::{build_for, selectors, Build};
+use super::build::{build_for, selectors};
 use super::codes::*;
-use super::gpu::Gpu;
+use super::types::{Ask, Ctx, Findings, Gpu};
 use super::{check, err};
 use crate::core::compat::{variant_of, Table, TorchRow};
 use crate::core::diag::Diagnostic;
 use crate::core::spec::{default_channels, Platform, Source, Spec};
 use crate::core::version::Version;
 
-/// What hints are made from: the spec, the table, the target's GPUs, and whether hints are
-/// computed at all (not inside a proof).
-pub(super) struct Hinter<'a> {
-    pub spec: &'a Spec,
-    pub table: &'a Table,
-    pub gpus: &'a [Gpu],
-    pub on: bool,
+/// What hints are made from: the spec, the table, the target's GPUs, and whether alternatives
+/// are proposed at all (not when no changed spec can lock: an unknown GPU fails them all).
+struct Hinter<'a> {
+    spec: &'a Spec,
+    table: &'a Table,
+    gpus: &'a [Gpu],
+    on: bool,
+}
+
+/// The diagnostics the rules found, each error that asks for a hint given one: a proven
+/// alternative when `on` and one exists, else the fallback its rule calls for. `t` is the
+/// spec's torch row.
+pub(super) fn give(cx: &Ctx, t: &TorchRow, on: bool, found: Findings) -> Vec<Diagnostic> {
+    let h = Hinter {
+        spec: cx.spec,
+        table: cx.table,
+        gpus: cx.gpus,
+        on,
+    };
+    let mut diags = found.diags;
+    for (at, ask) in found.asks {
+        let Some(ds) = diags.get_mut(at) else {
+            continue;
+        };
+        match ask {
+            Ask::OtherBuild => {
+                let alt = h.suggest(None);
+                let fallback = "`envbuild table torch` lists every release and its builds";
+                ds.iter_mut().for_each(|d| hint_with(d, &alt, fallback));
+            }
+            Ask::FitsTarget { selector } => h.for_checks(ds, t, &selector),
+            Ask::ChannelEnded { last } => {
+                let hint = h.discontinued(&last);
+                ds.iter_mut().for_each(|d| d.hint = Some(hint.clone()));
+            }
+            Ask::CudaWheel { selector } => {
+                let hint = h.pypi_cpu_only(t, &selector);
+                ds.iter_mut().for_each(|d| d.hint = Some(hint.clone()));
+            }
+            Ask::OtherPython { py_minor } => {
+                if let Some(hint) = h.python_unsupported(t, &py_minor) {
+                    ds.iter_mut().for_each(|d| d.hint = Some(hint.clone()));
+                }
+            }
+        }
+    }
+    diags
 }
 
 /// The error for a PyTorch release the table does not know, with the releases it does.
@@ -61,50 +103,35 @@ impl Hinter<'_> {
         self.on && super::locks(changed, self.table)
     }
 
-    /// The error for a build the source does not publish, with an alternative that works.
-    pub fn no_build(&self, d: Diagnostic) -> Diagnostic {
-        let alt = self.suggest(None);
-        hint_with(
-            d,
-            &alt,
-            "`envbuild table torch` lists every release and its builds",
-        )
-    }
-
-    /// The diagnostics of checking the chosen build, errors about the target given an
-    /// alternative build (other than this one) that satisfies it.
-    pub fn for_checks(
-        &self,
-        checks: Vec<Diagnostic>,
-        t: &TorchRow,
-        build: &Build,
-    ) -> Vec<Diagnostic> {
+    /// The diagnostics of checking the chosen build (`t` with `selector`), errors about the
+    /// target given an alternative build (other than this one) that satisfies it.
+    fn for_checks(&self, checks: &mut [Diagnostic], t: &TorchRow, selector: &Version) {
         let alt = if checks.iter().any(Diagnostic::is_error) {
-            self.suggest(Some((&t.version, self.spec.source, &build.selector)))
+            self.suggest(Some((&t.version, self.spec.source, selector)))
         } else {
             None
         };
-        checks
-            .into_iter()
-            .map(|d| match d.code {
-                DRIVER_TOO_OLD | ARCH_NOT_IN_WHEEL | GLIBC_TOO_OLD | VIRTUAL_PACKAGE_UNSATISFIED
-                    if d.is_error() =>
-                {
-                    let fallback = match d.code {
-                        GLIBC_TOO_OLD => "torch <= 2.5.1 wheels need only glibc 2.17; or raise the target's glibc",
-                        DRIVER_TOO_OLD => "upgrade the driver on the target machines",
-                        _ => "no release in the table satisfies the driver and every GPU; check `envbuild table`",
-                    };
-                    hint_with(d, &alt, fallback)
+        for d in checks {
+            if !d.is_error() {
+                continue;
+            }
+            let fallback = match d.code {
+                GLIBC_TOO_OLD => {
+                    "torch <= 2.5.1 wheels need only glibc 2.17; or raise the target's glibc"
                 }
-                _ => d,
-            })
-            .collect()
+                DRIVER_TOO_OLD => "upgrade the driver on the target machines",
+                ARCH_NOT_IN_WHEEL | VIRTUAL_PACKAGE_UNSATISFIED => {
+                    "no release in the table satisfies the driver and every GPU; check `envbuild table`"
+                }
+                _ => continue,
+            };
+            hint_with(d, &alt, fallback);
+        }
     }
 
     /// The hint for a release the `pytorch` channel never published: a proven alternative
     /// and, when it locks, the channel's last release.
-    pub fn discontinued(&self, last: &Version) -> String {
+    fn discontinued(&self, last: &Version) -> String {
         let alt = self.suggest(None);
         let mut on_channel = self.spec.clone();
         on_channel.pytorch = last.clone();
@@ -118,7 +145,7 @@ impl Hinter<'_> {
 
     /// The hint for PyPI's CPU-only wheel on a platform: the same CUDA from the PyTorch index,
     /// or another proven alternative.
-    pub fn pypi_cpu_only(&self, t: &TorchRow, selector: &Version) -> String {
+    fn pypi_cpu_only(&self, t: &TorchRow, selector: &Version) -> String {
         let changed = with_build(self.spec, &t.version, Source::PytorchIndex, selector);
         if self.proves(&changed) {
             return format!("use {}", describe(self.spec, &changed));
@@ -132,7 +159,7 @@ impl Hinter<'_> {
     /// The hint for a Python the release has no wheels for: the newest of its Pythons that
     /// locks, and the newest release with wheels for this Python that locks (with the spec's
     /// build if it can, else with another).
-    pub fn python_unsupported(&self, t: &TorchRow, py_minor: &Version) -> Option<String> {
+    fn python_unsupported(&self, t: &TorchRow, py_minor: &Version) -> Option<String> {
         let python = t.python.iter().rev().find(|p| {
             let mut s = self.spec.clone();
             s.python = (*p).clone();
@@ -161,7 +188,7 @@ impl Hinter<'_> {
 
     /// A concrete, proven alternative for the hint, or `None`. `exclude` is the build already
     /// chosen (torch release, source, selector).
-    pub fn suggest(&self, exclude: Option<(&Version, Source, &Version)>) -> Option<String> {
+    fn suggest(&self, exclude: Option<(&Version, Source, &Version)>) -> Option<String> {
         if !self.on {
             return None;
         }
@@ -234,7 +261,12 @@ impl Hinter<'_> {
             return None;
         }
         let b = build_for(self.table, t, source, spec.target.platform, sel).ok()?;
-        let (diags, _, _) = check::build(spec, self.table, source, self.gpus, &b);
+        let cx = Ctx {
+            spec,
+            table: self.table,
+            gpus: self.gpus,
+        };
+        let (diags, _, _) = check::build(&cx, source, &b);
         if diags.iter().any(Diagnostic::is_error) {
             return None;
         }
@@ -244,15 +276,14 @@ impl Hinter<'_> {
 
 /// Give `d` the alternative as its hint, or `fallback` when there is none; a warning that
 /// already has a hint keeps it.
-fn hint_with(d: Diagnostic, alt: &Option<String>, fallback: &str) -> Diagnostic {
+fn hint_with(d: &mut Diagnostic, alt: &Option<String>, fallback: &str) {
     if d.hint.is_some() && !d.is_error() {
-        return d;
+        return;
     }
-    let hint = match alt {
+    d.hint = Some(match alt {
         Some(a) => format!("use {a}: it satisfies the driver and every GPU"),
         None => fallback.to_string(),
-    };
-    d.with_hint(hint)
+    });
 }
 
 /// Rank of a working candidate, lower is better: the same release from the same source, then

@@ -2,9 +2,9 @@
 //! kind (conda or wheel), JupyterLab for the dev image, and the image and run settings the lock
 //! carries. This module performs no I/O.
 
-use super::build::Build;
 use super::codes::*;
 use super::err;
+use super::types::Build;
 use crate::core::compat::{BaseKind, Table};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::LockedImage;

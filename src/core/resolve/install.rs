@@ -1,8 +1,8 @@
 //! Install lines: the exact conda match specs and pip requirements of a lock, in install order,
 //! and the indexes and find-links locations pip needs (PyTorch's, then the spec's own). This module performs no I/O.
 
-use super::build::Build;
 use super::packages::{Packages, MKL};
+use super::types::Build;
 use super::v;
 use crate::core::compat::{BaseKind, TorchRow};
 use crate::core::lock::Install;

@@ -6,9 +6,12 @@
 //! (`build`); the target driver (`driver`), GPU lookup and architecture coverage (`gpu`) and
 //! glibc (`glibc`), all three checked against one build by `check`; Python (`python`); conda
 //! channels (`channels`); companions and added packages (`packages`); install lines
-//! (`install`); the base image and image settings (`image`); the lock itself (`assemble`); the
-//! alternatives suggested in hints, each proven by resolving the changed spec (`hints`); and
-//! how rules are judged when the table marks a fact unconfirmed (`readings`).
+//! (`install`); the base image and image settings (`image`); the lock itself (`assemble`); and
+//! how rules are judged when the table marks a fact unconfirmed (`unconfirmed`). The rules
+//! share their types through `types`. After every rule has run, the errors that ask for a hint
+//! get one (`hints`): an alternative proven by resolving the changed spec. The same holds for
+//! an unpinned `python` or `pytorch` of a spec that did not validate (`unpinned`), and a hint's
+//! text reads back as the change it proposes ([`Proposal`]).
 
 mod assemble;
 mod build;
@@ -21,21 +24,27 @@ mod hints;
 mod image;
 mod install;
 mod packages;
+mod proposal;
 mod python;
-mod readings;
+mod types;
+mod unconfirmed;
+mod unpinned;
 
-use crate::core::compat::Table;
+use crate::core::compat::{Table, TorchRow};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::Lock;
 use crate::core::spec::Spec;
 use crate::core::version::Version;
+use types::{Ask, Ctx, Findings};
 
 pub use channels::insecure_source;
 pub use image::default_jupyterlab;
 pub use install::INDEX_BASE;
+pub use proposal::Proposal;
+pub use unpinned::{parse_spec, prove_unpinned};
 
 /// Diagnostic codes of resolution (spec parsing adds INVALID_SPEC, UNPINNED_VERSION,
-/// UNSAFE_VALUE). Documented in the README.
+/// UNSAFE_VALUE). Documented in docs/diagnostics.md.
 pub mod codes {
     use crate::core::diag::Code;
     // errors
@@ -137,51 +146,60 @@ pub fn locks(spec: &Spec, table: &Table) -> bool {
 
 /// [`resolve`], with hints computed (and proven) or not.
 fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resolution {
-    let mut diags: Vec<Diagnostic> = Vec::new();
     let Some(t) = table.torch_row(&spec.pytorch) else {
-        diags.push(hints::unknown_release(spec, table));
-        return Resolution::failed(diags);
+        return Resolution::failed(vec![hints::unknown_release(spec, table)]);
     };
-    let gpus = gpu::lookup(spec, table, &mut diags);
-    let hinter = hints::Hinter {
+    let mut found = Findings::default();
+    let gpus = gpu::lookup(spec, table, &mut found.diags);
+    // An unknown GPU fails every changed spec too (hints keep the target): no proof can
+    // succeed, so none is tried.
+    let prove = with_hints && !found.has_errors();
+    let cx = Ctx {
         spec,
         table,
         gpus: &gpus,
-        // An unknown GPU fails every changed spec too (hints keep the target): no proof can
-        // succeed, so none is tried.
-        on: with_hints && !diags.iter().any(Diagnostic::is_error),
     };
-    driver::note_missing(spec, &mut diags);
+    let lock = rules(&cx, t, spec_sha256, &mut found);
+    let diagnostics = if with_hints {
+        hints::give(&cx, t, prove, found)
+    } else {
+        found.diags
+    };
+    Resolution { lock, diagnostics }
+}
+
+/// Every rule, in order, for the spec's torch row `t`: the lock when no error was found.
+/// Steps that make the rest meaningless stop at once.
+fn rules(cx: &Ctx, t: &TorchRow, spec_sha256: &str, found: &mut Findings) -> Option<Lock> {
+    let (spec, table) = (cx.spec, cx.table);
+    driver::note_missing(spec, &mut found.diags);
     let py_minor = v(&spec.python.major_minor());
-    let python_ok = python::check(&hinter, t, &py_minor, &mut diags);
-    if let Some(d) = channels::discontinued(&hinter) {
-        diags.push(d);
-        return Resolution::failed(diags);
+    let python_ok = python::check(table, t, &py_minor, found);
+    if let Some((d, ask)) = channels::discontinued(spec, table) {
+        found.ask(d, ask);
+        return None;
     }
-    let Some(selector) = build::selector(&hinter, t, &mut diags) else {
-        return Resolution::failed(diags);
-    };
+    let selector = build::selector(spec, t, found)?;
     let build = match build::build_for(table, t, spec.source, spec.target.platform, &selector) {
         Ok(b) => b,
         Err(d) => {
-            diags.push(hinter.no_build(d));
-            return Resolution::failed(diags);
+            found.ask(d, Ask::OtherBuild);
+            return None;
         }
     };
-    diags.extend(build.notes.iter().cloned());
-    let (checks, mode, locked_gpus) = check::build(spec, table, spec.source, &gpus, &build);
-    diags.extend(hinter.for_checks(checks, t, &build));
-    channels::check(spec, t, &mut diags);
-    channels::insecure(spec, &mut diags);
-    let pkgs = packages::collect(spec, table, t, &py_minor, &mut diags);
-    if !python_ok || diags.iter().any(Diagnostic::is_error) {
-        return Resolution::failed(diags);
+    found.diags.extend(build.notes.iter().cloned());
+    let (checks, mode, locked_gpus) = check::build(cx, spec.source, &build);
+    let chosen = build.selector.clone();
+    found.ask_all(checks, Ask::FitsTarget { selector: chosen });
+    channels::check(spec, t, &mut found.diags);
+    channels::insecure(spec, &mut found.diags);
+    let pkgs = packages::collect(spec, table, t, &py_minor, &mut found.diags);
+    if !python_ok || found.has_errors() {
+        return None;
     }
-    let Some(base) = image::base(spec, table, &py_minor, &build, &mut diags) else {
-        return Resolution::failed(diags);
-    };
+    let base = image::base(spec, table, &py_minor, &build, &mut found.diags)?;
     let lines = install::lines(spec, t, &selector, &build, &pkgs, base.kind);
-    let lock = assemble::lock(assemble::Parts {
+    Some(assemble::lock(assemble::Parts {
         spec,
         table,
         spec_sha256,
@@ -191,11 +209,7 @@ fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resol
         packages: pkgs,
         lines,
         base,
-    });
-    Resolution {
-        lock: Some(lock),
-        diagnostics: diags,
-    }
+    }))
 }
 
 /// sha256 of the spec's canonical JSON form.

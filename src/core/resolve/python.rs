@@ -2,26 +2,21 @@
 //! experimental or past its end of life (as of the table's date). This module performs no I/O.
 
 use super::codes::*;
-use super::hints::Hinter;
+use super::types::{Ask, Findings};
 use super::{err, warn};
 use crate::core::compat::{Table, TorchRow};
 use crate::core::diag::Diagnostic;
 use crate::core::version::Version;
 
 /// Check the spec's Python, given as major.minor; false when torch does not support
-/// it (the error is pushed).
-pub(super) fn check(
-    h: &Hinter,
-    t: &TorchRow,
-    py_minor: &Version,
-    diags: &mut Vec<Diagnostic>,
-) -> bool {
-    let table = h.table;
+/// it (the error is pushed, asking for a proven way out).
+pub(super) fn check(table: &Table, t: &TorchRow, py_minor: &Version, found: &mut Findings) -> bool {
     let supported = t.python.contains(py_minor);
     if !supported {
-        diags.push(unsupported(h, t, py_minor));
+        let py_minor = py_minor.clone();
+        found.ask(unsupported(t, &py_minor), Ask::OtherPython { py_minor });
     } else if t.python_experimental.contains(py_minor) {
-        diags.push(warn(
+        found.diags.push(warn(
             PYTHON_EXPERIMENTAL,
             "python",
             format!(
@@ -30,20 +25,19 @@ pub(super) fn check(
             ),
         ));
     }
-    diags.extend(end_of_life(table, t, py_minor));
+    found.diags.extend(end_of_life(table, t, py_minor));
     supported
 }
 
-/// The error for a Python torch has no wheels for, with the proven ways out.
-fn unsupported(h: &Hinter, t: &TorchRow, py_minor: &Version) -> Diagnostic {
+/// The error for a Python torch has no wheels for, hinted with the Pythons it has (`hints`
+/// replaces that with a proven way out when there is one).
+fn unsupported(t: &TorchRow, py_minor: &Version) -> Diagnostic {
     let range = format!(
         "{}–{}",
         t.python.first().map(|p| p.to_string()).unwrap_or_default(),
         t.python.last().map(|p| p.to_string()).unwrap_or_default()
     );
-    let hint = h
-        .python_unsupported(t, py_minor)
-        .unwrap_or_else(|| format!("use a Python in {range}"));
+    let hint = format!("use a Python in {range}");
     err(
         PYTHON_UNSUPPORTED,
         "python",

@@ -14,7 +14,7 @@ fn table() -> Table {
 
 fn resolve_toml(text: &str) -> Resolution {
     let t = table();
-    let spec = parse(text, Format::Toml, "spec.toml", &t).unwrap_or_else(|d| panic!("{d:?}"));
+    let spec = parse_spec(text, Format::Toml, "spec.toml", &t).unwrap_or_else(|d| panic!("{d:?}"));
     resolve(&spec, &t, "0")
 }
 
@@ -540,10 +540,6 @@ fn dev_jupyterlab_defaults_to_one_that_works_with_the_python() {
     assert_eq!(r.lock.unwrap().image.jupyterlab, "4.3.0");
 }
 
-#[path = "../../../tests/support/hint_apply.rs"]
-mod hint_apply;
-use hint_apply::apply_hint;
-
 /// Every alternative a hint names locks the spec without an error.
 fn assert_hint_locks(text: &str, hint: &str) {
     let body = hint
@@ -552,7 +548,9 @@ fn assert_hint_locks(text: &str, hint: &str) {
         .unwrap_or_else(|| panic!("not a proposal: {hint}"));
     let body = body.split(": it satisfies").next().unwrap();
     for alternative in body.split(", or ") {
-        let changed = apply_hint(text, alternative);
+        let changed = Proposal::parse(alternative)
+            .and_then(|p| p.apply(text))
+            .unwrap_or_else(|| panic!("hint `{alternative}` is not a proposal for\n{text}"));
         let r = resolve_toml(&changed);
         assert!(
             r.lock.is_some() && !r.has_errors(),
@@ -724,7 +722,7 @@ fn hints_are_left_out_when_nothing_locks() {
 
 fn unpinned_hint(body: &str, target: &str) -> String {
     let t = table();
-    let errs = parse(&spec(body, target), Format::Toml, "spec.toml", &t).unwrap_err();
+    let errs = parse_spec(&spec(body, target), Format::Toml, "spec.toml", &t).unwrap_err();
     let d = errs
         .diagnostics
         .iter()

@@ -2,9 +2,9 @@
 //! SSH and JupyterLab. This module performs no I/O.
 
 use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::context::Ctx;
 use super::pins::{is_pkg_version, unpinned};
 use super::raw::RawImage;
-use super::validate::Ctx;
 use super::{Image, Variant};
 use crate::core::image_ref::ImageRef;
 use crate::core::rules::{is_safe_path, project_subdir};

@@ -4,9 +4,12 @@
 //!
 //! Here: the domain types, parsing (`parse`, `parse_raw`) and the codes. [`raw`] mirrors the
 //! file; `validate` runs the checks, one module per concern: `pins` (versions), `sources`
-//! (channels, source), `packages` (extra conda/pip pins), `target`, `image`, `run`, with
-//! `safety` holding the character rules they share and `locator` placing diagnostics.
+//! (channels, source), `packages` (extra conda/pip pins), `target`, `image`, `run`, each
+//! reporting into `context`, with `safety` holding the character rules they share and
+//! `locator` placing diagnostics. The hint of an unpinned `python` or `pytorch` is proven by the
+//! resolver, which `validate` hands the rest of the spec ([`Unpinned`]).
 
+mod context;
 mod image;
 mod locator;
 mod packages;
@@ -19,14 +22,15 @@ mod sources;
 mod target;
 mod validate;
 
-pub use crate::core::rules::is_safe_path;
+pub use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 pub use locator::Locator;
 pub use packages::{
     bare_reference, parse_conda_pkg, parse_pip_pkg, BareReference, PkgParse, PIN_REFERENCE_HINT,
     REFERENCE_UNPINNED,
 };
-pub use safety::MAX_VALUE_LEN;
+pub use pins::{satisfies, Pin};
 pub use sources::pip_location_rule;
+pub use validate::{Draft, Unpinned};
 
 use crate::core::diag::{Diagnostic, Location};
 use crate::core::version::Version;
@@ -418,6 +422,9 @@ impl Format {
 pub struct SpecErrors {
     pub diagnostics: Vec<Diagnostic>,
     pub partial: Option<Box<Spec>>,
+    /// When `python` or `pytorch` is a range: what the resolver needs to hint the newest
+    /// version that locks (`crate::core::resolve::parse_spec` does).
+    pub unpinned: Option<Box<Unpinned>>,
 }
 
 impl std::fmt::Display for SpecErrors {
@@ -429,7 +436,9 @@ impl std::fmt::Display for SpecErrors {
     }
 }
 
-/// Parse and validate a spec. `file` names it in locations. On failure, every problem found.
+/// Parse and validate a spec. `file` names it in locations. On failure, every problem found;
+/// the hint of an unpinned `python` or `pytorch` is left to the resolver, which proves it
+/// (`crate::core::resolve::parse_spec` parses and proves).
 pub fn parse(
     text: &str,
     format: Format,
@@ -439,6 +448,7 @@ pub fn parse(
     let raw = parse_raw(text, format, file).map_err(|d| SpecErrors {
         diagnostics: vec![d],
         partial: None,
+        unpinned: None,
     })?;
     validate::validate(raw, &Locator::new(text, file), table)
 }
@@ -509,7 +519,7 @@ fn schema_hint(message: &str) -> Option<String> {
             .max_by(|a, b| a.0.total_cmp(&b.0));
         return Some(match best {
             Some((_, k)) => format!("did you mean `{k}`?"),
-            None => "remove it; the README lists every spec key".to_string(),
+            None => "remove it; docs/spec.md lists every spec key".to_string(),
         });
     }
     if message.contains("invalid type") && message.contains("expected a string") {
@@ -521,7 +531,7 @@ fn schema_hint(message: &str) -> Option<String> {
         );
     }
     if message.contains("missing field") {
-        return Some("see the README's spec reference for the required keys".to_string());
+        return Some("see docs/spec.md for the required keys".to_string());
     }
     None
 }

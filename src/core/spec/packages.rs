@@ -3,11 +3,11 @@
 //! through its own keys or lists twice. This module performs no I/O.
 
 use super::codes::{INVALID_SPEC, UNNAMED_REFERENCE, UNPINNED_VERSION};
+use super::context::Ctx;
 use super::pins::{is_pkg_version, range_like, unpinned};
 use super::raw::RawSpec;
 use super::safety::is_name;
 use super::sources::is_channel;
-use super::validate::Ctx;
 use super::{CondaPkg, PipPkg};
 
 /// Packages the spec manages through its own keys; naming them in `conda`/`pip` is a conflict.

@@ -1,10 +1,10 @@
-//! Version pins: what counts as an exact version, what is a range, which table versions a
-//! range allows (for hints), and the validation of `python`, `pytorch`, `pytorch-cuda` and
-//! `cuda`. This module performs no I/O.
+//! Version pins: what counts as an exact version, what is a range, whether a version satisfies
+//! a range (the resolver's hints for an unpinned `python` or `pytorch` use it), and the
+//! validation of `python`, `pytorch`, `pytorch-cuda` and `cuda`. This module performs no I/O.
 
 use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::context::Ctx;
 use super::raw::RawSpec;
-use super::validate::Ctx;
 use crate::core::compat::Table;
 use crate::core::version::Version;
 
@@ -37,7 +37,7 @@ pub(super) fn unpinned(s: &str) -> Option<&'static str> {
 
 /// Whether `v` (a final release) satisfies a requirement such as `>=2.4`, `~=2.5`, `2.5`,
 /// `2.*`, `<2.5a0`.
-fn satisfies(req: &str, v: &Version) -> bool {
+pub fn satisfies(req: &str, v: &Version) -> bool {
     let req = req.trim();
     if req.is_empty()
         || req == "*"
@@ -118,54 +118,13 @@ fn satisfies_clause(c: &str, v: &Version) -> bool {
     }
 }
 
-/// The newest torch in the table that satisfies `req`, supports `python` (when known) and
-/// passes `fits` (the proof that the rest of the spec locks with it).
-pub(super) fn newest_torch_fitting(
-    table: &Table,
-    req: &str,
-    python: Option<&Version>,
-    fits: impl Fn(&Version) -> bool,
-) -> Option<Version> {
-    table
-        .torch
-        .iter()
-        .rev()
-        .filter(|t| satisfies(req, &t.version))
-        .filter(|t| python.is_none_or(|p| t.python.iter().any(|x| p.starts_with(x))))
-        .map(|t| &t.version)
-        .find(|v| fits(v))
-        .cloned()
-}
-
-/// The hint of an unpinned `pytorch`: the release found by [`newest_torch_fitting`], or how to
-/// pin without one.
-pub(super) fn unpinned_torch_hint(found: Option<&Version>, python: Option<&Version>) -> String {
-    match found {
-        Some(v) => format!(
-            "pin it: pytorch = \"{v}\" is the newest that fits{}",
-            python.map(|p| format!(" python {p}")).unwrap_or_default()
-        ),
-        None => "pin an exact version; `envbuild table torch` lists them".into(),
-    }
-}
-
-/// `pytorch` as written.
-pub(super) enum TorchPin {
-    Exact(Version),
-    /// A requirement, not a release: `diag` is the index of its UNPINNED_VERSION error, whose
-    /// hint waits for the rest of the spec (see [`unpinned_torch_hint`]).
-    Range {
-        req: String,
-        diag: usize,
-    },
-    Invalid,
-}
-
-/// `python` as written.
-pub(super) enum PythonPin {
+/// `python` or `pytorch` as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pin {
     Exact(Version),
     /// A requirement, not a version: `diag` is the index of its UNPINNED_VERSION error, whose
-    /// hint waits for the rest of the spec (see [`unpinned_python_hint`]).
+    /// hint, the newest version in the range that locks with the rest of the spec, only the
+    /// resolver can prove (see [`super::Unpinned`]).
     Range {
         req: String,
         diag: usize,
@@ -173,19 +132,20 @@ pub(super) enum PythonPin {
     Invalid,
 }
 
-impl PythonPin {
-    pub(super) fn exact(&self) -> Option<Version> {
+impl Pin {
+    /// The version, when pinned exactly.
+    pub fn exact(&self) -> Option<&Version> {
         match self {
-            PythonPin::Exact(v) => Some(v.clone()),
+            Pin::Exact(v) => Some(v),
             _ => None,
         }
     }
 }
 
 /// `python`: required, an exact `3.X` or `3.X.Y`. Checked before `pytorch`, whose hints it
-/// sharpens. An unpinned python is hinted once the rest of the spec is known, with a version
-/// proven to lock (see [`newest_python_fitting`]).
-pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> PythonPin {
+/// sharpens. An unpinned python is hinted by the resolver, once the rest of the spec is known,
+/// with a version proven to lock.
+pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> Pin {
     let p = match raw.python.as_deref() {
         None => {
             cx.err(
@@ -194,7 +154,7 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> PythonPin {
                 "missing required key `python`".into(),
                 Some("add e.g. python = \"3.11\"".into()),
             );
-            return PythonPin::Invalid;
+            return Pin::Invalid;
         }
         Some(p) => p,
     };
@@ -206,16 +166,16 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> PythonPin {
             format!("python `{p}` {why}"),
             None,
         );
-        return PythonPin::Range {
+        return Pin::Range {
             req: p.to_string(),
             diag,
         };
     }
     if !cx.safe("python", p) {
-        return PythonPin::Invalid;
+        return Pin::Invalid;
     }
     match Version::parse(p) {
-        Some(v) if (2..=3).contains(&v.len()) && v.major() == 3 => PythonPin::Exact(v),
+        Some(v) if (2..=3).contains(&v.len()) && v.major() == 3 => Pin::Exact(v),
         _ => {
             cx.err(
                 INVALID_SPEC,
@@ -223,41 +183,15 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> PythonPin {
                 format!("python `{p}` is not a Python version"),
                 Some("use \"3.11\" or \"3.11.9\"".into()),
             );
-            PythonPin::Invalid
+            Pin::Invalid
         }
-    }
-}
-
-/// The newest Python of the table that satisfies `req` and passes `fits` (the proof that the
-/// rest of the spec locks with it).
-pub(super) fn newest_python_fitting(
-    table: &Table,
-    req: &str,
-    fits: impl Fn(&Version) -> bool,
-) -> Option<Version> {
-    table
-        .python
-        .iter()
-        .rev()
-        .map(|r| &r.version)
-        .filter(|v| satisfies(req, v))
-        .find(|v| fits(v))
-        .cloned()
-}
-
-/// The hint of an unpinned `python`: the version found by [`newest_python_fitting`], or how to
-/// pin without one.
-pub(super) fn unpinned_python_hint(found: Option<&Version>) -> String {
-    match found {
-        Some(v) => format!("pin it: python = \"{v}\" is the newest that fits"),
-        None => "pin an exact version; no Python in this range locks with the rest of the spec (`envbuild table torch` lists each release's Pythons)".into(),
     }
 }
 
 /// `pytorch`: required, an exact `X.Y.Z`. "2.5" or "latest" pass the character rules and
 /// ranges are reported as unpinned; their hint, the newest release that fits the whole spec,
-/// is added once the rest of the spec is validated.
-pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> TorchPin {
+/// is added by the resolver once the rest of the spec is validated.
+pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Pin {
     let Some(t) = raw.pytorch.as_deref() else {
         cx.err(
             INVALID_SPEC,
@@ -271,13 +205,13 @@ pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> TorchPin {
                     .unwrap_or_default()
             )),
         );
-        return TorchPin::Invalid;
+        return Pin::Invalid;
     };
     if let Some(v) = Version::parse(t.trim()).filter(|v| v.len() == 3) {
-        return TorchPin::Exact(v);
+        return Pin::Exact(v);
     }
     if !range_like(t) && !cx.safe("pytorch", t) {
-        return TorchPin::Invalid;
+        return Pin::Invalid;
     }
     let why = if Version::parse(t.trim()).is_some() {
         "is not an exact version"
@@ -291,7 +225,7 @@ pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> TorchPin {
         format!("pytorch `{t}` {why}"),
         None,
     );
-    TorchPin::Range {
+    Pin::Range {
         req: t.to_string(),
         diag,
     }

@@ -1,9 +1,10 @@
-//! The `[run]` section: how `envbuild run` starts a container (shared memory, the JupyterLab
-//! port, dataset and checkpoint mounts). This module performs no I/O.
+//! The `[run]` section: how the rendered run snippets (`run/docker-run.sh`, `compose.yaml`,
+//! `pod.yaml`) start a container (shared memory, the JupyterLab port, dataset and checkpoint
+//! mounts). This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
+use super::context::Ctx;
 use super::raw::RawRun;
-use super::validate::Ctx;
 use super::Run;
 use crate::core::rules::is_safe_path;
 

@@ -2,8 +2,7 @@
 //! dangerous characters, length, names, paths and image references.
 //! This module performs no I/O.
 
-/// No spec value needs more; longer ones are refused before they reach any output.
-pub const MAX_VALUE_LEN: usize = 200;
+use crate::core::rules::MAX_VALUE_LEN;
 
 /// Why `value` (the value of `key`) may not be passed on, as a message and a hint; `None` when
 /// it is safe. Refuses characters that could end a Dockerfile line, a YAML scalar or a shell

@@ -4,11 +4,11 @@
 //! This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
+use super::context::Ctx;
 use super::raw::RawSpec;
-use super::safety::{is_name, MAX_VALUE_LEN};
-use super::validate::Ctx;
+use super::safety::is_name;
 use super::{PipSources, Source};
-use crate::core::rules::is_safe_path;
+use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 
 const CHANNEL_NAME_HINT: &str =
     "a channel is a name such as `conda-forge`, a label channel such as `nvidia/label/cuda-12.4.1`, or an https:// URL without spaces or quotes";

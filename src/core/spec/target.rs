@@ -2,8 +2,8 @@
 //! This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
+use super::context::Ctx;
 use super::raw::RawTarget;
-use super::validate::Ctx;
 use super::{Platform, Target};
 use crate::core::version::Version;
 

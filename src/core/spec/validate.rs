@@ -1,71 +1,26 @@
 //! Validation of the as-written spec into [`Spec`]: a pipeline over the concerns (pins,
 //! sources, packages, target, image, run), each in its own module, that reports every problem
-//! in the order the keys are checked, not only the first. This module performs no I/O.
+//! in the order the keys are checked, not only the first. A `python` or `pytorch` range leaves
+//! its hint to the resolver ([`Unpinned`]). This module performs no I/O.
 
 use super::codes::INVALID_SPEC;
-use super::pins::{PythonPin, TorchPin};
+use super::context::Ctx;
+use super::pins::Pin;
 use super::raw::RawSpec;
-use super::safety::{is_name, refusal};
+use super::safety::is_name;
 use super::{image, packages, pins, run, sources, target};
-use super::{Locator, Spec, SpecErrors};
+use super::{CondaPkg, Image, LockOpts, PipPkg, PipSources, Run, Source, Spec, SpecErrors};
+use super::{Locator, Target};
 use crate::core::compat::Table;
 use crate::core::diag::Diagnostic;
 use crate::core::version::Version;
 
-/// The problems found so far, located in the spec text.
-pub(super) struct Ctx<'a> {
-    loc: &'a Locator<'a>,
-    diags: Vec<Diagnostic>,
-}
-
-impl Ctx<'_> {
-    pub(super) fn err(
-        &mut self,
-        code: &'static str,
-        key: &str,
-        message: String,
-        hint: Option<String>,
-    ) {
-        let mut d = Diagnostic::error(code, message).with_location(self.loc.find(key));
-        d.hint = hint;
-        self.diags.push(d);
-    }
-
-    /// How many problems were found so far (the index the next one gets).
-    pub(super) fn count(&self) -> usize {
-        self.diags.len()
-    }
-
-    /// Give the problem at `index` its hint.
-    fn set_hint(&mut self, index: usize, hint: String) {
-        if let Some(d) = self.diags.get_mut(index) {
-            d.hint = Some(hint);
-        }
-    }
-
-    /// Refuse characters that could end a Dockerfile line, a YAML scalar or a shell word (see
-    /// [`refusal`]); true when `value` is safe.
-    pub(super) fn safe(&mut self, key: &str, value: &str) -> bool {
-        match refusal(key, value) {
-            Some((message, hint)) => {
-                self.err(super::codes::UNSAFE_VALUE, key, message, Some(hint.into()));
-                false
-            }
-            None => true,
-        }
-    }
-}
-
 pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result<Spec, SpecErrors> {
-    let mut cx = Ctx {
-        loc,
-        diags: Vec::new(),
-    };
-    let cx = &mut cx;
+    let cx = &mut Ctx::new(loc);
     let name = name(cx, raw.name.as_deref());
-    // Python first: its value sharpens the hints for an unpinned pytorch.
-    let python_pin = pins::python(cx, &raw);
-    let python = python_pin.exact();
+    // Python first: its problems come first, and its value sharpens the hint the resolver
+    // gives an unpinned pytorch.
+    let python = pins::python(cx, &raw);
     let pytorch = pins::pytorch(cx, &raw, table);
     let pytorch_cuda = pins::cuda_version(
         cx,
@@ -82,69 +37,106 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
     let lock = lock_opts(cx, &raw);
-
-    // The spec with a given python and torch, when the keys resolution needs are valid.
-    let with = |python: Version, pytorch: Version| -> Option<Spec> {
-        let (source, target) = (source?, target.clone()?);
-        Some(Spec {
-            // A bad name does not stop resolution: report its problems in the same run.
-            name: name.clone().unwrap_or_else(|| "invalid-name".to_string()),
-            channels: channels.clone().unwrap_or_else(|| {
-                super::default_channels(source, &pytorch, pytorch_cuda.as_ref())
-            }),
-            python,
-            pytorch,
-            source,
-            pytorch_cuda: pytorch_cuda.clone(),
-            cuda: cuda.clone(),
-            torchvision: raw.torchvision.unwrap_or(true),
-            torchaudio: raw.torchaudio.unwrap_or(true),
-            conda: conda.clone(),
-            pip: pip.clone(),
-            pip_sources: pip_sources.clone(),
-            target,
-            image: image.clone(),
-            run: run.clone(),
-            lock: lock.clone(),
-        })
+    let rest = Draft {
+        name,
+        channels,
+        source,
+        pytorch_cuda,
+        cuda,
+        torchvision: raw.torchvision.unwrap_or(true),
+        torchaudio: raw.torchaudio.unwrap_or(true),
+        conda,
+        pip,
+        pip_sources,
+        target,
+        image,
+        run,
+        lock,
     };
-    let locks = |s: Option<Spec>| s.is_some_and(|s| crate::core::resolve::locks(&s, table));
-    // The newest torch in a range that locks with this python.
-    let torch_for = |req: &str, py: &Version| {
-        pins::newest_torch_fitting(table, req, Some(py), |v| locks(with(py.clone(), v.clone())))
-    };
-    // Every hint is a claim: the version it names must lock with the rest of the spec.
-    let hinted_python = match &python_pin {
-        PythonPin::Range { req, diag } => {
-            let found = pins::newest_python_fitting(table, req, |py| match &pytorch {
-                TorchPin::Exact(t) => locks(with(py.clone(), t.clone())),
-                TorchPin::Range { req, .. } => torch_for(req, py).is_some(),
-                TorchPin::Invalid => false,
-            });
-            cx.set_hint(*diag, pins::unpinned_python_hint(found.as_ref()));
-            found
-        }
+    let spec = match (python.exact(), pytorch.exact()) {
+        (Some(py), Some(torch)) => rest.with(py, torch),
         _ => None,
     };
-    let spec = match pytorch {
-        TorchPin::Exact(v) => python.clone().and_then(|p| with(p, v)),
-        TorchPin::Range { req, diag } => {
-            let py = python.clone().or(hinted_python);
-            let found = match &py {
-                Some(py) => torch_for(&req, py),
-                None => None,
-            };
-            cx.set_hint(diag, pins::unpinned_torch_hint(found.as_ref(), py.as_ref()));
-            None
-        }
-        TorchPin::Invalid => None,
-    };
-    finish(std::mem::take(&mut cx.diags), spec)
+    let ranged = |p: &Pin| matches!(p, Pin::Range { .. });
+    let unpinned = (ranged(&python) || ranged(&pytorch)).then(|| {
+        Box::new(Unpinned {
+            python,
+            pytorch,
+            rest,
+        })
+    });
+    finish(cx.take(), spec, unpinned)
+}
+
+/// Every key of a spec but `python` and `pytorch`, as validated (`None` where invalid): what a
+/// spec is made of once those two are chosen.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    name: Option<String>,
+    channels: Option<Vec<String>>,
+    source: Option<Source>,
+    pytorch_cuda: Option<Version>,
+    cuda: Option<Version>,
+    torchvision: bool,
+    torchaudio: bool,
+    conda: Vec<CondaPkg>,
+    pip: Vec<PipPkg>,
+    pip_sources: PipSources,
+    target: Option<Target>,
+    image: Image,
+    run: Run,
+    lock: LockOpts,
+}
+
+impl Draft {
+    /// The spec with this `python` and `pytorch`, when the keys resolution needs are valid.
+    pub fn with(&self, python: &Version, pytorch: &Version) -> Option<Spec> {
+        let (source, target) = (self.source?, self.target.clone()?);
+        Some(Spec {
+            // A bad name does not stop resolution: report its problems in the same run.
+            name: self
+                .name
+                .clone()
+                .unwrap_or_else(|| "invalid-name".to_string()),
+            channels: self.channels.clone().unwrap_or_else(|| {
+                super::default_channels(source, pytorch, self.pytorch_cuda.as_ref())
+            }),
+            python: python.clone(),
+            pytorch: pytorch.clone(),
+            source,
+            pytorch_cuda: self.pytorch_cuda.clone(),
+            cuda: self.cuda.clone(),
+            torchvision: self.torchvision,
+            torchaudio: self.torchaudio,
+            conda: self.conda.clone(),
+            pip: self.pip.clone(),
+            pip_sources: self.pip_sources.clone(),
+            target,
+            image: self.image.clone(),
+            run: self.run.clone(),
+            lock: self.lock.clone(),
+        })
+    }
+}
+
+/// A spec whose `python` or `pytorch` is a range. Each range's UNPINNED_VERSION error gets its
+/// hint, the newest version of the range that locks with the rest of the spec, from the
+/// resolver: only resolving the changed spec proves such a claim.
+#[derive(Debug, Clone)]
+pub struct Unpinned {
+    pub python: Pin,
+    pub pytorch: Pin,
+    /// The rest of the spec, to try each candidate with.
+    pub rest: Draft,
 }
 
 /// The spec when nothing was wrong; else every problem and, when resolution can still run,
 /// the partial spec.
-fn finish(diags: Vec<Diagnostic>, spec: Option<Spec>) -> Result<Spec, SpecErrors> {
+fn finish(
+    diags: Vec<Diagnostic>,
+    spec: Option<Spec>,
+    unpinned: Option<Box<Unpinned>>,
+) -> Result<Spec, SpecErrors> {
     match spec {
         Some(spec) if diags.is_empty() => Ok(spec),
         partial => Err(SpecErrors {
@@ -154,6 +146,7 @@ fn finish(diags: Vec<Diagnostic>, spec: Option<Spec>) -> Result<Spec, SpecErrors
                 diags
             },
             partial: partial.map(Box::new),
+            unpinned,
         }),
     }
 }

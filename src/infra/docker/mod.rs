@@ -52,7 +52,7 @@ pub mod codes {
     /// the image.
     pub const BASE_DIGEST_UNAVAILABLE: Code = "BASE_DIGEST_UNAVAILABLE";
 
-    /// Every code of the engine layer, for the README's list (`app::codes::all`); the smoke
+    /// Every code of the engine layer, for docs/diagnostics.md's list (`app::codes::all`); the smoke
     /// codes are listed with `smoke::codes`, the credentials' `REGISTRY_AUTH` with
     /// `registry_auth::codes`.
     pub const ALL: &[Code] = &[

@@ -1,10 +1,9 @@
 //! What a locked environment must look like when the smoke test runs: the lock turned into the
 //! script's [`Expectations`]. Used by `render` (the image's `expect.json`), `image`, `test` and
-//! `smoke --lock`, so every path checks the same facts; and the one size parser (`parse_size`,
-//! docker's `--shm-size` grammar) that the lock's `shm_size` and `--shm-size` share. This module
-//! performs no I/O.
+//! `smoke --lock`, so every path checks the same facts. This module performs no I/O.
 
 use crate::core::lock::Lock;
+use crate::core::rules::parse_size;
 use crate::core::smoke::{CondaRecord, Expectations};
 
 /// Packages beside torch whose installed version the smoke test compares, when the lock has them.
@@ -124,97 +123,10 @@ fn pip_name_version(req: &str) -> Option<(String, String)> {
     ))
 }
 
-/// A size that [`parse_size`] accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Size {
-    pub bytes: u64,
-    /// Written as digits and at most one unit letter (`16g`, `100b`, `4096`): the spelling that
-    /// the spec, docker and the rendered Kubernetes quantity all read the same way.
-    pub short: bool,
-}
-
-/// Why [`parse_size`] refused a size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SizeError {
-    /// Not in the grammar.
-    Syntax,
-    /// In the grammar, but more bytes than 64 bits hold.
-    TooLarge,
-}
-
-/// The one size parser: docker's `--shm-size` grammar, binary units. Digits, then optionally a
-/// unit `b`, `k`, `m` or `g`, where `k`/`m`/`g` may be followed by `b` or `ib`; case-insensitive,
-/// surrounding blanks ignored: `4096`, `100b`, `64k`, `512m`, `512MB`, `512MiB`, `2g`. A leading
-/// `+` is tolerated because `--shm-size` always took it.
-pub fn parse_size(s: &str) -> Result<Size, SizeError> {
-    let t = s.trim();
-    let body = t.strip_prefix('+').unwrap_or(t);
-    let (digits, unit) = body.split_at(
-        body.find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(body.len()),
-    );
-    if digits.is_empty() {
-        return Err(SizeError::Syntax);
-    }
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        _ => return Err(SizeError::Syntax),
-    };
-    // Only ASCII digits are left, so a parse error is an overflow.
-    let n: u64 = digits.parse().map_err(|_| SizeError::TooLarge)?;
-    Ok(Size {
-        bytes: n.checked_mul(mult).ok_or(SizeError::TooLarge)?,
-        short: body.len() == t.len() && unit.len() <= 1,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
-
-    fn bytes(s: &str) -> Option<u64> {
-        parse_size(s).ok().map(|s| s.bytes)
-    }
-
-    #[test]
-    fn sizes_in_docker_grammar() {
-        for (text, want, short) in [
-            ("16g", 16u64 << 30, true),
-            ("512M", 512 << 20, true),
-            ("100b", 100, true),
-            ("100B", 100, true),
-            ("4096", 4096, true),
-            ("0", 0, true),
-            ("64k", 64 << 10, true),
-            (" 2g ", 2 << 30, true),
-            ("512mb", 512 << 20, false),
-            ("512MiB", 512 << 20, false),
-            ("1Gb", 1 << 30, false),
-            ("8kib", 8 << 10, false),
-            ("+1g", 1 << 30, false),
-        ] {
-            assert_eq!(
-                parse_size(text),
-                Ok(Size { bytes: want, short }),
-                "{text:?}"
-            );
-        }
-        for bad in [
-            "", "g", "mb", "1t", "-1g", "1.5g", "1 g", "1gg", "1bb", "1ib", "1mi", "++1g", "0x10",
-        ] {
-            assert_eq!(parse_size(bad), Err(SizeError::Syntax), "{bad:?}");
-        }
-        assert_eq!(
-            parse_size("99999999999999999999g"),
-            Err(SizeError::TooLarge)
-        );
-        assert_eq!(parse_size("99999999999g"), Err(SizeError::TooLarge));
-        assert_eq!(bytes("17179869184g"), None);
-    }
 
     fn committed(text: &str) -> Lock {
         Lock::from_toml(text).expect("a committed lock")

@@ -1,0 +1,56 @@
+//! What an environment file's dependencies pin, as far as the spec cares: python, torch and
+//! its CUDA selector, the companions, the extra packages and pip's locations, each with its
+//! input line. Filled by the walk (`scan`, `conda`, `pip`), read when the spec is written
+//! (`spec_text`). This module performs no I/O.
+
+/// An extra package the spec keeps: its normalised name, the spec entry, its input line.
+pub(super) struct Extra {
+    pub(super) name: String,
+    pub(super) entry: String,
+    pub(super) line: Option<usize>,
+}
+
+/// A torch companion as the file pins it.
+#[derive(Default)]
+pub(super) struct Companion {
+    pub(super) listed: bool,
+    pub(super) pin: Option<(String, Option<usize>)>,
+}
+
+/// What the dependencies pin, as far as the spec cares.
+#[derive(Default)]
+pub(super) struct Found {
+    pub(super) python: Option<String>,
+    pub(super) python_line: Option<usize>,
+    pub(super) pytorch: Option<(String, Option<usize>)>,
+    /// conda-forge's `pytorch-gpu` metapackage: its version, when pinned.
+    pub(super) pytorch_gpu: Option<Option<String>>,
+    pub(super) pytorch_channel_selector: Option<String>,
+    /// A CUDA selector listed without a version: (the item, its name, its line).
+    pub(super) unpinned_selector: Option<(String, String, Option<usize>)>,
+    /// The CUDA a pytorch channel build string names (`py3.7_cuda9.0.176_cudnn7.1.2_2`).
+    pub(super) build_cuda: Option<String>,
+    pub(super) conda_cuda: Option<String>,
+    pub(super) torch_pip: Option<(String, Option<usize>)>,
+    pub(super) pip_variant: Option<String>,
+    pub(super) torchvision: Companion,
+    pub(super) torchaudio: Companion,
+    pub(super) conda: Vec<Extra>,
+    pub(super) pip: Vec<Extra>,
+    /// pip's `--index-url`, `--extra-index-url` and `--find-links` locations other than
+    /// PyTorch's, each with its input line.
+    pub(super) index_url: Option<(String, Option<usize>)>,
+    pub(super) extra_index_urls: Vec<(String, Option<usize>)>,
+    pub(super) find_links: Vec<(String, Option<usize>)>,
+}
+
+impl Found {
+    /// The companion `name` names, if it is one.
+    pub(super) fn companion(&mut self, name: &str) -> Option<&mut Companion> {
+        match name {
+            "torchvision" => Some(&mut self.torchvision),
+            "torchaudio" => Some(&mut self.torchaudio),
+            _ => None,
+        }
+    }
+}
