@@ -64,6 +64,7 @@ fn container_gpu(image: Option<&str>, lock_tags: &[String]) -> Result<ContainerG
         nvidia_runtime: None,
         cdi: None,
         verified: None,
+        cause: None,
         detail,
     };
     if std::env::var("ENVBUILD_DOCKER_CHECK").is_ok_and(|v| v == "0") {

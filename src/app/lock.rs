@@ -30,13 +30,14 @@ pub struct LockRequest<'a> {
 pub enum LockOutcome {
     /// The spec is invalid or does not resolve, or (`--locked`) the lock is stale or missing.
     Refused { diagnostics: Vec<Diagnostic> },
-    /// `--locked` and the lock on disk is current.
+    /// The lock on disk is current: `--locked`, or a lock run that would write the same bytes
+    /// (nothing is written).
     Current {
         lock: Box<Lock>,
         path: PathBuf,
         diagnostics: Vec<Diagnostic>,
     },
-    /// The lock was written (or left alone when its bytes were the same).
+    /// The lock was written: it was missing or changed.
     Written {
         lock: Box<Lock>,
         path: PathBuf,
@@ -95,7 +96,18 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
             },
         });
     }
+    // The same bytes make the run say "up to date", not "wrote" (an unreadable old lock is
+    // simply replaced). The write still runs: it leaves the same bytes untouched and finishes
+    // a write into the folder that an earlier run was killed in.
+    let unchanged = matches!(stale_lock(&path, &text, ""), Ok(None));
     crate::infra::fs::write_atomic(&path, text.as_bytes())?;
+    if unchanged {
+        return Ok(LockOutcome::Current {
+            lock: Box::new(lock),
+            path,
+            diagnostics,
+        });
+    }
     Ok(LockOutcome::Written {
         lock: Box::new(lock),
         path,

@@ -67,7 +67,16 @@ pub enum Command {
     ShowTable(TableArgs),
     /// Turn a conda environment.yml into an envbuild spec.
     Import(ImportArgs),
+    /// Print the spec's JSON Schema (draft 2020-12), for editors and validators.
+    Schema(SchemaArgs),
 }
+
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Editors: `envbuild schema > envbuild.schema.json`, then `#:schema ./envbuild.schema.json` as the
+first line of envbuild.toml (taplo / Even Better TOML), or
+`# yaml-language-server: $schema=./envbuild.schema.json` in a YAML spec. The README shows more.")]
+pub struct SchemaArgs {}
 
 #[derive(Debug, Args)]
 pub struct LockArgs {
@@ -246,8 +255,8 @@ pub struct MatrixArgs {
     /// Spec files, or folders (every `*/envbuild.toml` directly under a folder, sorted).
     #[arg(required = true, value_name = "SPEC|DIR")]
     pub specs: Vec<PathBuf>,
-    /// The CI system the matrix is for.
-    #[arg(long, value_enum)]
+    /// The CI system the matrix is for (default: JSON, for scripts and any other CI).
+    #[arg(long, value_enum, default_value_t = MatrixFormat::Json)]
     pub format: MatrixFormat,
     /// Only this variant (default: every variant each lock declares).
     #[arg(long, value_enum)]

@@ -39,6 +39,25 @@ fn report(json: bool, diags: &[Diagnostic], lock: Option<&Lock>) -> Result<(), F
     }
 }
 
+/// What a written lock holds, in one line: torch, its build, CUDA, and the two driver floors by
+/// the lock's own key names (`driver_min` runs the build natively, `driver_min_compat` is the
+/// lowest that runs it at all), so the line and the lock never seem to disagree.
+fn summary(lock: &Lock) -> String {
+    let torch = lock.packages.get("torch").map_or("?", String::as_str);
+    let build = lock.cuda_variant.as_deref().unwrap_or(lock.source.as_str());
+    let mut text = format!("torch {torch} {build}, CUDA {}", lock.cuda);
+    if !lock.driver_min.is_empty() {
+        text.push_str(&format!("; driver_min {} natively", lock.driver_min));
+        match lock.driver_min_compat.as_deref() {
+            Some(compat) if compat != lock.driver_min => text.push_str(&format!(
+                ", driver_min_compat {compat} through minor-version compatibility"
+            )),
+            _ => {}
+        }
+    }
+    text
+}
+
 pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
     let req = LockRequest {
         spec: &args.spec,
@@ -72,17 +91,9 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
             report(args.json, &diagnostics, Some(&lock))?;
             if !args.json {
                 eprintln!(
-                    "wrote {} (torch {} {}, CUDA {}, driver >= {})",
+                    "wrote {} ({})",
                     crate::core::diag::shown(&path),
-                    lock.packages
-                        .get("torch")
-                        .map(String::as_str)
-                        .unwrap_or("?"),
-                    lock.cuda_variant.as_deref().unwrap_or(lock.source.as_str()),
-                    lock.cuda,
-                    lock.driver_min_compat
-                        .as_deref()
-                        .unwrap_or(&lock.driver_min)
+                    summary(&lock)
                 );
             }
             Ok(exit::OK)

@@ -1,5 +1,5 @@
-//! `envbuild matrix SPEC...|DIR --format github|gitlab|json`: print the CI matrix of the specs'
-//! current locks on stdout. Performs I/O: reads specs and locks, writes stdout.
+//! `envbuild matrix SPEC...|DIR [--format github|gitlab|json]`: print the CI matrix of the
+//! specs' current locks on stdout (JSON unless `--format` says otherwise). Performs I/O: reads specs and locks, writes stdout.
 
 use crate::cli::{MatrixArgs, MatrixFormat, MatrixVariant};
 use crate::core::compat::Table;

@@ -108,9 +108,11 @@ fn json_requested(command: &Command) -> Option<JsonShape> {
         Command::Smoke(a) => (a.json, JsonShape::Verdict),
         Command::Doctor(a) => (a.json, JsonShape::Verdict),
         Command::ShowTable(a) => (a.json, JsonShape::Verdict),
-        Command::Import(_) | Command::Render(_) | Command::Templates(_) | Command::Matrix(_) => {
-            (false, JsonShape::Verdict)
-        }
+        Command::Import(_)
+        | Command::Render(_)
+        | Command::Templates(_)
+        | Command::Matrix(_)
+        | Command::Schema(_) => (false, JsonShape::Verdict),
     };
     json.then_some(shape)
 }
@@ -142,6 +144,10 @@ fn run_command(cli: Cli) -> Result<i32, Failure> {
         Command::Image(args) => image::run(&table, args),
         Command::Test(args) => test::run(&table, args),
         Command::Matrix(args) => matrix::run(&table, &args),
+        Command::Schema(_) => json_text(&crate::core::spec::schema::schema()).and_then(|t| {
+            out(&t)?;
+            Ok(crate::core::diag::exit::OK)
+        }),
     }
 }
 

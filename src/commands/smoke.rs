@@ -30,6 +30,12 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
         timeout: Duration::from_secs(args.timeout),
     };
     let SmokeRun { report, mismatches } = smoke(table, &req)?;
+    // What to do next, under each failed check (and in the `--json` checks).
+    let place = smoke::Place::Python {
+        python: &args.python,
+        locked: args.lock.is_some() || args.expect_file.is_some(),
+    };
+    let report = smoke::with_hints(&report, place);
     if let Some(path) = &args.junit {
         super::write_junit(path, &[smoke::junit_suite(&report, "envbuild.smoke")])?;
     }

@@ -11,7 +11,7 @@ use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::Lock;
 use crate::core::report::{Suite, SuiteBody};
-use crate::core::smoke::{junit_suite, render_table};
+use crate::core::smoke::{junit_suite, render_table, with_hints, Place};
 use crate::infra::docker::run::SmokeOutcome;
 use std::path::Path;
 
@@ -83,7 +83,8 @@ pub fn report(
                 if r.reused {
                     title.push_str(" (verdict reused; --retest runs it again)");
                 }
-                super::out(&format!("{title}\n{}", render_table(&o.report, color)))?;
+                let shown = with_hints(&o.report, Place::Container);
+                super::out(&format!("{title}\n{}", render_table(&shown, color)))?;
                 if !o.report.passed(o.exit_code) && !o.stderr_tail.is_empty() {
                     eprintln!("smoke test stderr (last lines):\n{}", o.stderr_tail);
                 }

@@ -30,7 +30,37 @@ pub mod codes {
     pub const NO_LOCK: &str = "NO_LOCK";
     pub const CPU_BUILD: &str = "CPU_BUILD";
     pub const NOT_CHECKED: &str = "NOT_CHECKED";
+    /// The container check's failure, whatever the cause; the cause is the engine's code
+    /// (`NO_GPU_RUNTIME`, `CUDA_DRIVER_TOO_OLD`, `GPU_REQUIREMENT_UNMET`, the codes `image` and
+    /// `test` report) in [`super::ContainerGpu::cause`] and in the detail.
     pub const CONTAINER_GPU_UNAVAILABLE: &str = "CONTAINER_GPU_UNAVAILABLE";
+    /// The engine has no way to give a container a GPU (the code `image` and `test` give it).
+    pub const NO_GPU_RUNTIME: &str = "NO_GPU_RUNTIME";
+}
+
+/// What to do next, by check code: the hint line under a failed or warning check.
+pub mod hints {
+    /// No NVIDIA driver: where to go on a GPU-less machine, and what doctor still checks.
+    pub const NO_DRIVER: &str =
+        "no GPU here? `envbuild image SPEC --gpus none` and `envbuild smoke \
+        --gpus none` run every check that needs no GPU, and doctor judges a lock against the \
+        target machines: `ENVBUILD_DRIVER_VERSION=550.54.15 ENVBUILD_GPUS=A100 \
+        ENVBUILD_DOCKER_CHECK=0 envbuild doctor --lock envbuild.lock` \
+        (docs/smoke.md#envbuild-doctor); on a GPU machine, install the NVIDIA driver";
+    pub const NO_GPU: &str = "`nvidia-smi -L` lists what the driver sees; inside a container, \
+        start it with a GPU request (`docker run --gpus all` or a CDI device)";
+    /// The engine cannot give containers a GPU at all (`NO_GPU_RUNTIME`).
+    pub const NO_GPU_RUNTIME: &str = "install the NVIDIA Container Toolkit \
+        (`nvidia-ctk runtime configure --runtime=docker`, then restart dockerd); on GPU-less CI, \
+        build and test with `--gpus none`";
+    /// The runtime refused the image for its `NVIDIA_REQUIRE_CUDA` (`CUDA_DRIVER_TOO_OLD`).
+    pub const CUDA_DRIVER_TOO_OLD: &str = "update the host's NVIDIA driver, or lock an older \
+        CUDA (the driver_compat check says which this driver runs)";
+    pub const GPU_REQUIREMENT_UNMET: &str = "run it on GPUs that meet the image's \
+        NVIDIA_REQUIRE_* requirement, or use an image without it";
+    /// Registered runtimes alone say nothing for sure.
+    pub const UNVERIFIED: &str = "build an image (`envbuild image SPEC`) or pass `--image IMAGE`: \
+        a container started with a GPU request is the only definitive answer";
 }
 
 /// What a lock's build needs from the host. [`DoctorExpect::from_lock`] maps a lock (`--lock`);
@@ -99,6 +129,10 @@ pub struct ContainerGpu {
     pub cdi: Option<bool>,
     /// A container started with a GPU request saw a GPU: the only definitive answer.
     pub verified: Option<bool>,
+    /// Why a GPU request was refused, as the code `image` and `test` give the same refusal
+    /// (`NO_GPU_RUNTIME`, `CUDA_DRIVER_TOO_OLD`, `GPU_REQUIREMENT_UNMET`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
     pub detail: String,
 }
 
@@ -129,11 +163,17 @@ fn check(name: &str, status: Status, code: &str, detail: String) -> Check {
         required: true,
         value: None,
         unit: None,
+        hint: None,
     }
 }
 
 fn optional(mut c: Check) -> Check {
     c.required = false;
+    c
+}
+
+fn hinted(mut c: Check, hint: &str) -> Check {
+    c.hint = Some(hint.to_string());
     c
 }
 
@@ -166,7 +206,12 @@ pub fn evaluate(
                 codes::NO_DRIVER,
                 format!("no NVIDIA driver found{why}"),
             );
-            checks.push(if cpu_lock { optional(c) } else { c });
+            // A CPU lock needs no driver: nothing to do, so no hint.
+            checks.push(if cpu_lock {
+                optional(c)
+            } else {
+                hinted(c, hints::NO_DRIVER)
+            });
         }
     }
     if host.driver.is_some() {
@@ -188,14 +233,17 @@ pub fn evaluate(
             )),
         });
         if host.gpus.is_empty() {
-            checks.push(check(
-                "gpus",
-                if cpu_lock { Warn } else { Fail },
-                codes::NO_GPU,
-                format!(
-                    "the driver is present but lists no GPU (from {})",
-                    host.gpus_source
+            checks.push(hinted(
+                check(
+                    "gpus",
+                    if cpu_lock { Warn } else { Fail },
+                    codes::NO_GPU,
+                    format!(
+                        "the driver is present but lists no GPU (from {})",
+                        host.gpus_source
+                    ),
                 ),
+                hints::NO_GPU,
             ));
         } else {
             let list: Vec<String> = host
@@ -259,6 +307,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     let Some(build) = &e.cuda else {
         return check(name, Status::Skip, codes::CPU_BUILD, "CPU build".into());
     };
+    // The driver check above already carries NO_DRIVER's hint: said once.
     let Some(driver) = &host.driver else {
         return check(
             name,
@@ -386,8 +435,28 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
 /// The container section, from what the engine probe found: a container that saw a GPU passes,
 /// one refused a GPU fails, registered runtimes alone are a hint (optional), and no answer at
 /// all is "not checked". `None` (a caller that did not ask the engine) is "not checked" too.
+/// A failure or warning says its cause's code and what to do about it.
 pub fn container_check(c: Option<&ContainerGpu>) -> Check {
     let name = "container_gpu";
+    let unavailable = |status: Status, c: &ContainerGpu, cause: &str| {
+        let hint = match cause {
+            codes::NO_GPU_RUNTIME if c.verified.is_none() => {
+                format!("{}; {}", hints::NO_GPU_RUNTIME, hints::UNVERIFIED)
+            }
+            codes::NO_GPU_RUNTIME => hints::NO_GPU_RUNTIME.to_string(),
+            "CUDA_DRIVER_TOO_OLD" => hints::CUDA_DRIVER_TOO_OLD.to_string(),
+            "GPU_REQUIREMENT_UNMET" => hints::GPU_REQUIREMENT_UNMET.to_string(),
+            _ => hints::UNVERIFIED.to_string(),
+        };
+        let detail = if cause.is_empty() || c.detail.contains(cause) {
+            c.detail.clone()
+        } else {
+            format!("{} ({cause})", c.detail)
+        };
+        let mut check = check(name, status, codes::CONTAINER_GPU_UNAVAILABLE, detail);
+        check.hint = Some(hint);
+        check
+    };
     match c {
         None => optional(check(
             name,
@@ -406,29 +475,13 @@ pub fn container_check(c: Option<&ContainerGpu>) -> Check {
         Some(c) if c.verified == Some(true) => {
             check(name, Status::Pass, codes::OK, c.detail.clone())
         }
-        Some(c) if c.verified == Some(false) => check(
-            name,
-            Status::Fail,
-            codes::CONTAINER_GPU_UNAVAILABLE,
-            c.detail.clone(),
-        ),
-        Some(c) => {
-            let registered = c.nvidia_runtime == Some(true) || c.cdi == Some(true);
-            optional(check(
-                name,
-                if registered {
-                    Status::Pass
-                } else {
-                    Status::Warn
-                },
-                if registered {
-                    codes::OK
-                } else {
-                    codes::CONTAINER_GPU_UNAVAILABLE
-                },
-                c.detail.clone(),
-            ))
+        Some(c) if c.verified == Some(false) => {
+            unavailable(Status::Fail, c, c.cause.as_deref().unwrap_or_default())
         }
+        Some(c) if c.nvidia_runtime == Some(true) || c.cdi == Some(true) => {
+            optional(check(name, Status::Pass, codes::OK, c.detail.clone()))
+        }
+        Some(c) => optional(unavailable(Status::Warn, c, codes::NO_GPU_RUNTIME)),
     }
 }
 
@@ -651,6 +704,14 @@ mod tests {
         );
         assert!(c.detail.contains("no NVIDIA driver found"));
         assert!(c.detail.contains("libnvidia-ml"));
+        assert!(c.hint.as_deref().unwrap().contains("--gpus none"));
+        // With a CUDA lock the build's check fails too, without saying the same hint twice.
+        let r = evaluate(&h, Some(&expect("12.4", &["sm_80"])), None);
+        let hints = r.checks.iter().filter(|c| c.hint.is_some()).count();
+        assert_eq!(
+            (find(&r, "driver_compat").code.as_str(), hints),
+            (codes::NO_DRIVER, 1)
+        );
         assert_eq!(r.status, Verdict::Fail);
         assert_eq!(find(&r, "container_gpu").code, codes::NOT_CHECKED);
 
@@ -667,6 +728,7 @@ mod tests {
             nvidia_runtime: Some(true),
             cdi: None,
             verified: Some(false),
+            cause: Some(codes::NO_GPU_RUNTIME.into()),
             detail: "a --gpus all container saw no GPU".into(),
         };
         let r = evaluate(&h, None, Some(bad));

@@ -34,6 +34,10 @@ pub struct Check {
     pub value: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// What to do next, where the check failed or warned and there is something to do:
+    /// printed under the check's row. The script never sets it; envbuild adds it by code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 fn yes() -> bool {
@@ -100,7 +104,8 @@ pub fn verdict_label(verdict: Verdict, color: bool) -> String {
     }
 }
 
-/// One line per check: status, name, code, detail. `color` adds ANSI colours to the status.
+/// One line per check: status, name, code, detail, and under a check with a hint, its hint
+/// (indented to the name's column). `color` adds ANSI colours to the status.
 pub fn render_checks(checks: &[Check], color: bool) -> String {
     let name_w = checks
         .iter()
@@ -136,6 +141,9 @@ pub fn render_checks(checks: &[Check], color: bool) -> String {
             "{label}  {:<name_w$}  {:<code_w$}  {}{optional}\n",
             c.name, c.code, c.detail
         ));
+        if let Some(hint) = &c.hint {
+            out.push_str(&format!("{:<6}hint: {hint}\n", ""));
+        }
     }
     out
 }
@@ -240,6 +248,7 @@ pub(crate) mod tests {
             required,
             value: None,
             unit: None,
+            hint: None,
         }
     }
 

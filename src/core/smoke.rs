@@ -353,6 +353,70 @@ pub fn stderr_tail(stderr: &str) -> String {
     lines[start..].join(" | ")
 }
 
+// ------------------------------------------------------------------ hints
+
+/// Where the smoke test ran, for the hints: what to do next differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place<'a> {
+    /// `envbuild smoke`: this Python interpreter on this machine; `locked` when the run checks
+    /// against a lock or an expectations file (torch must then be that build, not any).
+    Python { python: &'a str, locked: bool },
+    /// `envbuild image` and `envbuild test`: a container from an image.
+    Container,
+}
+
+/// What to do next for a failed or warning check of the script, by its code; `None` where the
+/// detail already says it or there is nothing to do.
+pub fn hint_for(code: &str, place: Place<'_>) -> Option<String> {
+    let no_gpu = "on a machine without an NVIDIA GPU, `--gpus none` runs every check that needs \
+                  none; `envbuild doctor` says what this host has";
+    Some(match (code, place) {
+        (
+            "TORCH_MISSING",
+            Place::Python {
+                python,
+                locked: false,
+            },
+        ) => format!(
+            "install torch into this interpreter (`{python} -m pip install torch`: PyPI's wheel \
+             also runs on a machine without a GPU, with `--gpus none`), or point `--python` at \
+             the environment that has it"
+        ),
+        ("TORCH_MISSING", Place::Python { locked: true, .. }) => "install the lock's \
+             environment into this interpreter (`envbuild render LOCK` writes its \
+             requirements.txt, or environment.yml for conda), or point `--python` at the \
+             environment that has it"
+            .to_string(),
+        ("TORCH_MISSING", Place::Container) => "the image's Python has no torch: build the \
+             image from the lock with `envbuild image SPEC` (its install stage puts torch in it), \
+             or test an image that has it"
+            .to_string(),
+        ("CUDA_UNAVAILABLE_NO_DRIVER" | "NO_GPU_VISIBLE", Place::Python { .. }) => {
+            no_gpu.to_string()
+        }
+        ("CUDA_UNAVAILABLE_NO_DRIVER" | "NO_GPU_VISIBLE", Place::Container) => {
+            format!("{no_gpu}, and whether the engine can give a container a GPU (NO_GPU_RUNTIME)")
+        }
+        ("TORCH_CPU_BUILD", Place::Python { .. }) => "install the lock's CUDA build (`envbuild \
+             render` writes its requirements.txt with the wheel index), or use `--gpus none` \
+             without a lock to check a CPU build"
+            .to_string(),
+        _ => return None,
+    })
+}
+
+/// `report` with a hint on each failed or warning check that has one ([`hint_for`]); checks
+/// that already carry a hint keep it.
+pub fn with_hints(report: &SmokeReport, place: Place<'_>) -> SmokeReport {
+    let mut out = report.clone();
+    for c in &mut out.checks {
+        if c.hint.is_none() && matches!(c.status, Status::Fail | Status::Warn) {
+            c.hint = hint_for(&c.code, place);
+        }
+    }
+    out
+}
+
 // ------------------------------------------------------------------ rendering
 
 fn env_str(report: &SmokeReport, key: &str) -> Option<String> {
@@ -468,6 +532,52 @@ mod tests {
                 check("tflops_bf16", Status::Fail, "CHECK_ERROR", false),
             ],
         )
+    }
+
+    #[test]
+    fn failed_checks_get_the_hint_of_where_the_test_ran() {
+        let r = report(
+            Verdict::Fail,
+            vec![
+                check("python", Status::Pass, "OK", true),
+                check("torch_import", Status::Fail, "TORCH_MISSING", true),
+                check("shm", Status::Warn, "SHM_TOO_SMALL", false),
+            ],
+        );
+        let free = Place::Python {
+            python: "/opt/py/bin/python3",
+            locked: false,
+        };
+        let hinted = with_hints(&r, free);
+        let hint = hinted.checks[1].hint.as_deref().unwrap();
+        assert!(
+            hint.contains("/opt/py/bin/python3 -m pip install torch"),
+            "{hint}"
+        );
+        // A pass, and a code with no hint, stay as they were; the report itself is unchanged.
+        assert_eq!(
+            (&hinted.checks[0].hint, &hinted.checks[2].hint),
+            (&None, &None)
+        );
+        assert_eq!(r.checks[1].hint, None);
+        // Against a lock, any torch is not the answer: the lock's environment is.
+        let locked = Place::Python {
+            python: "python3",
+            locked: true,
+        };
+        let hint = hint_for("TORCH_MISSING", locked).unwrap();
+        assert!(
+            hint.contains("envbuild render") && !hint.contains("install torch`"),
+            "{hint}"
+        );
+        let hint = hint_for("TORCH_MISSING", Place::Container).unwrap();
+        assert!(hint.contains("envbuild image SPEC"), "{hint}");
+        assert!(hint_for("CUDA_UNAVAILABLE_NO_DRIVER", Place::Container)
+            .unwrap()
+            .contains("--gpus none"));
+        // The hint shows under the row in the table.
+        let table = render_table(&hinted, false);
+        assert!(table.contains("\n      hint: install torch"), "{table}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Issue 13 items 7 and 8 against the real engine: any base a user names builds or is refused
 //! before anything is installed (an externally managed Debian 12 without a `python` command,
 //! a base with no Python at all), and a build behind this machine's TLS-inspecting network
-//! uses the host's CA bundle and proxy settings without leaving either in the image.
+//! uses the host's CA bundle and proxy settings without leaving either in the image. Issue 21:
+//! a base the engine has only for another CPU architecture is named in BuildKit's failure.
 
 use crate::engine_support as support;
 use assert_cmd::Command;
@@ -13,6 +14,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         a_base_without_python_is_refused_as_base_has_no_python,
         proxy_build_args_reach_run_steps_and_stay_out_of_the_image,
         pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_keeps_no_trace,
+        a_base_there_only_for_another_architecture_is_named_by_buildkit_s_failure,
     ]
 }
 
@@ -309,4 +311,100 @@ fn pep668_debian_without_python_command_builds_from_pypi_with_the_host_ca_and_ke
     d.remove_image(&dev);
     d.remove_image(&tag);
     d.assert_no_smoke_container("after the PEP 668 base");
+}
+
+/// `image` as `docker save` writes it, with its config's architecture set to `arch` and its tag
+/// to `name`: the same layers, recorded for another CPU (what `docker pull --platform` of an
+/// arm64 image would leave on an amd64 engine).
+fn saved_for_another_architecture(image: &str, name: &str, arch: &str) -> Vec<u8> {
+    let saved = docker_cli(&["save", image]);
+    assert!(saved.status.success(), "docker save {image}: {saved:?}");
+    let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut archive = tar::Archive::new(saved.stdout.as_slice());
+    for e in archive.entries().unwrap() {
+        let mut e = e.unwrap();
+        if !e.header().entry_type().is_file() {
+            continue;
+        }
+        let path = e.path().unwrap().to_string_lossy().to_string();
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut e, &mut bytes).unwrap();
+        entries.push((path, bytes));
+    }
+    let get = |p: &str| entries.iter().find(|(n, _)| n == p).map(|(_, b)| b.clone());
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&get("manifest.json").unwrap()).unwrap();
+    let config_name = manifest[0]["Config"].as_str().unwrap().to_string();
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&get(&config_name).unwrap()).unwrap();
+    config["architecture"] = arch.into();
+    let config_bytes = serde_json::to_vec(&config).unwrap();
+    let digest = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(&config_bytes);
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    manifest[0]["Config"] = format!("{digest}.json").into();
+    manifest[0]["RepoTags"] = serde_json::json!([name]);
+    let mut out = tar::Builder::new(Vec::new());
+    let mut add = |path: &str, bytes: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        out.append_data(&mut h, path, bytes).unwrap();
+    };
+    for (path, bytes) in &entries {
+        if path != "manifest.json" && path != "repositories" && *path != config_name {
+            add(path, bytes);
+        }
+    }
+    add(&format!("{digest}.json"), &config_bytes);
+    add("manifest.json", &serde_json::to_vec(&manifest).unwrap());
+    out.into_inner().unwrap()
+}
+
+/// Issue 21: with BuildKit, a base the engine has only for another CPU architecture makes
+/// BuildKit look for the engine's own in a registry. When that fails, `BASE_IMAGE_MISSING`
+/// names the base and both platforms (it once read "base image `the base image`").
+fn a_base_there_only_for_another_architecture_is_named_by_buildkit_s_failure() {
+    let test = "a_base_there_only_for_another_architecture_is_named_by_buildkit_s_failure";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let base = support::busybox_image(&d);
+    let arm = format!("envbuild-test/arm64-only-{}:1", nonce());
+    let tar = saved_for_another_architecture(&base, &arm, "arm64");
+    let mut load = std::process::Command::new("docker")
+        .arg("load")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the docker CLI");
+    std::io::Write::write_all(load.stdin.as_mut().unwrap(), &tar).unwrap();
+    drop(load.stdin.take());
+    assert!(load.wait().unwrap().success(), "docker load of {arm}");
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    let name = format!("arm64-only-{}", nonce());
+    std::fs::write(&spec, support::spec_on_base(&name, &arm)).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none", "--update-lock"])
+        .env("ENVBUILD_CACHE_DIR", cache.path())
+        .env("ENVBUILD_BUILDER", "buildkit")
+        .output()
+        .unwrap();
+    d.remove_image(&arm);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[BASE_IMAGE_MISSING]"), "{err}");
+    assert!(
+        err.contains(&format!("`{arm}`")) && err.contains("only for linux/arm64"),
+        "{err}"
+    );
+    assert!(!err.contains("the base image`"), "{err}");
+    d.assert_no_smoke_container("after a base for another architecture");
 }

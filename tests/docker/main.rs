@@ -16,14 +16,20 @@
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// `trials![a, #[ignore = "why"] b]`: the harness trials of the calling module's test functions,
-/// named `module::function` (the names they had as `#[test]`s in the `it` target).
+/// named `module::function` (the names they had as `#[test]`s in the `it` target). An opt-in
+/// trial (`#[ignore = "why"]`) runs with `-- --ignored` or `--include-ignored`; otherwise it is
+/// reported as ignored with `why`.
 macro_rules! trials {
     ($( $(#[ignore = $why:literal])? $f:ident ),* $(,)?) => {{
         let module = module_path!().split_once("::").map_or(module_path!(), |(_, m)| m);
-        vec![$(
-            crate::trial(&format!("{module}::{}", stringify!($f)), $f)
-                $(.with_ignored_flag({ let _: &str = $why; true }))?
-        ),*]
+        vec![$({
+            let name = format!("{module}::{}", stringify!($f));
+            let why: Option<&'static str> = None $(.or(Some($why)))?;
+            match why {
+                Some(why) => crate::opt_in(&name, $f, why),
+                None => crate::trial(&name, $f),
+            }
+        }),*]
     }};
 }
 
@@ -46,6 +52,21 @@ mod push;
 /// A trial that runs `f`, turning a [`engine_support::Skip`] unwind into "ignored, reason".
 fn trial(name: &str, f: fn()) -> Trial {
     Trial::ignorable_test(name, move || outcome(f))
+}
+
+/// Whether this run asked for the opt-in trials (`--ignored`, `--include-ignored`); set once in
+/// `main` before the trials are made.
+static RUN_OPT_IN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// An opt-in trial: with `--ignored`/`--include-ignored` it is an ignored-flagged trial that
+/// those flags run; otherwise it ends at once as ignored *with its reason*. (A plain flagged
+/// trial is reported as `ignored` with no reason at all: libtest-mimic prints none.)
+fn opt_in(name: &str, f: fn(), why: &'static str) -> Trial {
+    if RUN_OPT_IN.get().copied().unwrap_or(false) {
+        trial(name, f).with_ignored_flag(true)
+    } else {
+        Trial::ignorable_test(name, move || Ok(Completion::ignored_with(why)))
+    }
 }
 
 thread_local! {
@@ -91,6 +112,10 @@ fn a_skip_is_ignored_with_its_reason_and_fails_in_ci() {
     assert!(outcome(|| panic!("a real failure")).is_err());
     QUIET.with(|q| q.set(false));
     assert!(matches!(outcome(|| {}), Ok(Completion::Completed)));
+    // An opt-in trial is flagged only when this run asked for opt-in trials; otherwise it is
+    // an ordinary trial that ends as ignored with its reason (a flagged one would show none).
+    let asked = RUN_OPT_IN.get().copied().unwrap_or(false);
+    assert_eq!(opt_in("t", || {}, "why").has_ignored_flag(), asked);
     // A missing tool names the package to install.
     assert!(!engine_support::tool_found("envbuild-no-such-tool"));
     assert!(engine_support::tool_found("sh"));
@@ -149,6 +174,7 @@ fn main() {
         }
     }));
     let args = Arguments::from_args();
+    let _ = RUN_OPT_IN.set(args.ignored || args.include_ignored);
     let mut all = vec![
         trial("registry::no_test_attributes", no_test_attributes),
         trial(

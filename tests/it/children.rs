@@ -99,6 +99,26 @@ fn a_background_grandchild_of_a_finished_child_is_bounded_by_the_limit() {
     assert_none_left(&m);
 }
 
+/// The signals this test sends, back to their default disposition in the child before it runs
+/// envbuild: a test started under `nohup` (or by a CI runner that ignores SIGHUP, or from a
+/// shell that ignores SIGINT in background jobs) hands its children those signals ignored, and
+/// envbuild rightly keeps an ignored signal ignored.
+fn with_default_signals(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe, the only kind of call allowed between fork and
+    // exec; it touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            for signal in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        })
+    }
+}
+
 #[test]
 fn interrupting_envbuild_smoke_kills_the_interpreter_and_its_children() {
     let m = marker();
@@ -111,15 +131,16 @@ fn interrupting_envbuild_smoke_kills_the_interpreter_and_its_children() {
     .unwrap();
     std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     for signal in ["INT", "TERM", "HUP"] {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin("envbuild"))
-            .arg("smoke")
-            .arg("--python")
-            .arg(&python)
-            .args(["--gpus", "none", "--timeout", "600"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child =
+            with_default_signals(&mut Command::new(assert_cmd::cargo::cargo_bin("envbuild")))
+                .arg("smoke")
+                .arg("--python")
+                .arg(&python)
+                .args(["--gpus", "none", "--timeout", "600"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
         let deadline = Instant::now() + Duration::from_secs(20);
         while processes_with(&m).len() < 2 {
             assert!(

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// (a path fragment, the status and the JSON body, the first match wins; a body
 /// `STREAM:<n>:<ms>` is a build stream of `n` step events `ms` apart that then stalls); any
 /// other request is read and never answered.
-struct FakeEngine {
+pub(crate) struct FakeEngine {
     port: u16,
     /// Every request received, as `METHOD PATH`.
     seen: Arc<Mutex<Vec<String>>>,
@@ -25,7 +25,7 @@ struct FakeEngine {
 type Answers = Arc<Vec<(&'static str, u16, String)>>;
 
 impl FakeEngine {
-    fn start(answers: Vec<(&'static str, u16, String)>) -> FakeEngine {
+    pub(crate) fn start(answers: Vec<(&'static str, u16, String)>) -> FakeEngine {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -42,11 +42,11 @@ impl FakeEngine {
         FakeEngine { port, seen, stop }
     }
 
-    fn host(&self) -> String {
+    pub(crate) fn host(&self) -> String {
         format!("tcp://127.0.0.1:{}", self.port)
     }
 
-    fn seen(&self) -> Vec<String> {
+    pub(crate) fn seen(&self) -> Vec<String> {
         self.seen.lock().unwrap().clone()
     }
 
@@ -185,7 +185,7 @@ fn image_answer() -> (&'static str, u16, String) {
 }
 
 /// Wait for `child` at most `within`; kill it and fail when it is still running.
-fn wait_within(child: &mut Child, within: Duration, what: &str) -> std::process::Output {
+pub(crate) fn wait_within(child: &mut Child, within: Duration, what: &str) -> std::process::Output {
     let deadline = Instant::now() + within;
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {
@@ -209,7 +209,7 @@ fn spawn_true() -> Child {
     Command::new("true").spawn().unwrap()
 }
 
-fn envbuild_at(engine: &FakeEngine, timeout_s: &str) -> Command {
+pub(crate) fn envbuild_at(engine: &FakeEngine, timeout_s: &str) -> Command {
     // A std Command (assert_cmd's cannot be spawned and signalled), environment as `envbuild()`.
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("envbuild"));
     for (k, _) in std::env::vars_os() {

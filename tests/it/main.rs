@@ -21,6 +21,8 @@ mod confinement;
 mod doctor;
 // A fake engine that stops answering: `test` and `image` end with `ENGINE_TIMEOUT`.
 mod engine_faults;
+// The first hour's messages, each with its way forward (doctor, smoke, image offline, lock).
+mod first_hour;
 // `envbuild import`: environment.yml in, a spec that locks out.
 mod import;
 // `TABLE_MISMATCH` after a smoke test with a lock, and `table learn`.
@@ -49,6 +51,8 @@ mod script_gpu;
 mod script_units;
 // `envbuild smoke` and the embedded script against every stand-in torch.
 mod smoke;
+// `envbuild schema`: the spec's JSON Schema, checked with check-jsonschema on every example.
+mod schema;
 // Property tests of spec parsing: no panic, only safe values validate.
 mod spec_props;
 // This target's helpers: the shared tests/support crate plus typed smoke-report helpers.

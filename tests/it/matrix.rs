@@ -108,8 +108,10 @@ fn matrix_refuses_a_missing_lock_and_an_empty_folder() {
     let (code, _, err) = matrix(&[empty.path().to_str().unwrap(), "--format", "gitlab"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("holds no `*/envbuild.toml`"), "{err}");
-    let (code, _, err) = matrix(&["specs"]);
-    assert_eq!(code, 2, "--format is required: {err}");
+    // Without --format: JSON (the default), for every spec of the folder.
+    let (code, out, err) = matrix(&["specs"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("{\n  \"matrix\": ["), "{out}");
 }
 
 /// Two specs without locks: no engine is needed to report them; each is one summary row, one

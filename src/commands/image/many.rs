@@ -30,6 +30,29 @@ pub struct Row {
     pub seconds: f64,
 }
 
+/// The CA-bundle notes of a run of `jobs` specs, from each spec's (label, origin): one line per
+/// bundle, naming the specs only when not every spec trusts it (the machine's `PIP_CERT` is
+/// every spec's, and said once, not once per spec).
+fn ca_notes(trusted: &[(String, String)], jobs: usize) -> Vec<String> {
+    let mut by_origin: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for (label, origin) in trusted {
+        by_origin.entry(origin).or_default().push(label);
+    }
+    by_origin
+        .into_iter()
+        .map(|(origin, labels)| {
+            if labels.len() == jobs {
+                format!("note: the builds trust the CA bundle of {origin}; no image keeps it")
+            } else {
+                format!(
+                    "note: [{}] the builds trust the CA bundle of {origin}; no image keeps it",
+                    labels.join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
 /// Several specs (or a folder's): each prepared, then run at most `--jobs` at once.
 pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     if !args.tags.is_empty() {
@@ -40,6 +63,8 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
     }
     let specs = crate::app::matrix::specs(&args.specs)?;
     let opts = options(&args);
+    // Which spec trusts which CA bundle: said once per bundle after the specs are prepared.
+    let mut trusted: Vec<(String, String)> = Vec::new();
     let jobs: Vec<Job> = specs
         .into_iter()
         .map(|(label, spec)| {
@@ -56,9 +81,7 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
                     std::env::var(k).ok()
                 })?;
                 if let Some(origin) = ca {
-                    eprintln!(
-                        "note: [{label}] the build trusts the CA bundle of {origin}; no image keeps it"
-                    );
+                    trusted.push((label.clone(), origin));
                 }
                 Ok(p)
             });
@@ -69,6 +92,9 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
             }
         })
         .collect();
+    for note in ca_notes(&trusted, jobs.len()) {
+        eprintln!("{note}");
+    }
     if !opts.build_args.is_empty() {
         let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
         eprintln!(

@@ -22,6 +22,7 @@ fn check(name: &str, status: Status) -> Check {
         required: true,
         value: None,
         unit: None,
+        hint: None,
     }
 }
 

@@ -17,6 +17,7 @@ mod pins;
 pub mod raw;
 mod run;
 mod safety;
+pub mod schema;
 mod sources;
 mod target;
 mod validate;

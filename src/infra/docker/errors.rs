@@ -1,6 +1,7 @@
 //! Reading the engine's errors: its own message without bollard's wrapper text, whether an
-//! answer means "not found", and the one classifier of GPU refusals that the smoke run and the
-//! doctor's GPU probe share. Builds coded [`Failure`]s; performs no I/O.
+//! answer means "not found", the one classifier of GPU refusals that the smoke run and the
+//! doctor's GPU probe share, and the messages for a base image the engine lacks (with the way
+//! forward on a machine that reaches no registry). Builds coded [`Failure`]s; performs no I/O.
 
 use super::codes;
 use crate::core::diag::{Diagnostic, Failure};
@@ -159,17 +160,195 @@ pub(crate) fn no_gpu_runtime(host: &str, msg: &str) -> Failure {
             codes::NO_GPU_RUNTIME,
             format!("the engine at `{host}` cannot give a container a GPU: {msg}"),
         )
-        .with_hint(
-            "install the NVIDIA Container Toolkit on the engine's host and run \
-             `nvidia-ctk runtime configure --runtime=docker` then restart dockerd; on GPU-less \
-             CI use `--gpus none`",
-        ),
+        .with_hint(crate::core::doctor::hints::NO_GPU_RUNTIME),
     )
+}
+
+/// Messages of an engine that could not reach a registry at all (no DNS, no route, a proxy
+/// that answers nothing), as opposed to a registry that answered "no".
+pub(crate) fn registry_unreachable(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    [
+        "no such host",
+        "dial tcp",
+        "i/o timeout",
+        "connection refused",
+        "network is unreachable",
+        "tls handshake timeout",
+        "server misbehaving",
+        "temporary failure in name resolution",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
+/// How to get `image` onto an engine that reaches no registry: copy it from a machine that
+/// does, or name it on a registry this machine reaches. Never a hand-made image under an
+/// official name: that would pass for the real base.
+pub(crate) fn offline_base_hint(image: &str) -> String {
+    format!(
+        "on a machine that reaches a registry, `docker pull {image}` and `docker save -o \
+         base.tar {image}`; copy base.tar here and `docker load -i base.tar`, then build again \
+         (`--pull never` keeps envbuild from trying the registry); or set `[image] base` to the \
+         image on a registry this machine reaches (an internal mirror): docs/offline.md"
+    )
+}
+
+/// A base image of the Dockerfile, as the engine had it before the build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BaseSeen {
+    pub name: String,
+    /// `os/arch[/variant]` of the engine's copy (`linux/arm64`); `None` when it has none.
+    pub platform: Option<String>,
+}
+
+/// Why a base image cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BaseMissing<'a> {
+    /// The engine lacks it and `--pull never` forbids pulling it.
+    NotPulled,
+    /// The engine lacks it and the build could not pull it (the engine's words).
+    PullFailed(&'a str),
+    /// The engine has it only for another platform (`have`), and the build, which wants
+    /// the engine's (`want`), could not pull that one.
+    OtherPlatform {
+        have: &'a str,
+        want: &'a str,
+        engine_said: &'a str,
+    },
+}
+
+/// `BASE_IMAGE_MISSING` for `image` on the engine at `host`, with the way forward.
+pub(crate) fn base_missing(image: &str, host: &str, why: BaseMissing<'_>) -> Failure {
+    let (message, hint) = match why {
+        BaseMissing::NotPulled => (
+            format!(
+                "base image `{image}` is not present on the engine at `{host}`, and `--pull \
+                 never` keeps envbuild from pulling it"
+            ),
+            format!(
+                "where a registry answers, leave out `--pull never` and envbuild pulls it; \
+                 without one: {}",
+                offline_base_hint(image)
+            ),
+        ),
+        BaseMissing::PullFailed(said) => (
+            format!(
+                "base image `{image}` is not present on the engine at `{host}`, and the build \
+                 could not pull it: {said}"
+            ),
+            offline_base_hint(image),
+        ),
+        BaseMissing::OtherPlatform {
+            have,
+            want,
+            engine_said,
+        } => (
+            format!(
+                "base image `{image}` is on the engine at `{host}` only for {have}, and the \
+                 build needs it for {want}: the build looked for a {want} copy in a registry and \
+                 could not get one: {engine_said}"
+            ),
+            format!(
+                "load a {want} copy: where a registry is reachable, `docker pull --platform \
+                 {want} {image}` and `docker save -o base.tar {image}`; here `docker load -i \
+                 base.tar` (docs/offline.md)"
+            ),
+        ),
+    };
+    Failure::one(Diagnostic::error(codes::BASE_IMAGE_MISSING, message).with_hint(hint))
+}
+
+/// The base a failed pull during the build was about: the one the engine's message names, else
+/// the only one; `None` when neither tells (several bases, none named).
+pub(crate) fn base_in_message<'a>(msg: &str, bases: &'a [BaseSeen]) -> Option<&'a BaseSeen> {
+    let named = |b: &&BaseSeen| {
+        let short = b.name.strip_prefix("docker.io/library/").unwrap_or(&b.name);
+        msg.contains(b.name.as_str()) || msg.contains(short)
+    };
+    // The longest name first, so `python:3.12` does not claim `python:3.12-slim`'s message.
+    let mut candidates: Vec<&BaseSeen> = bases.iter().collect();
+    candidates.sort_by_key(|b| std::cmp::Reverse(b.name.len()));
+    candidates
+        .into_iter()
+        .find(named)
+        .or_else(|| (bases.len() == 1).then(|| &bases[0]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missing_base_says_what_works_offline_and_never_fakes_a_tag() {
+        let image = "python:3.12-slim-bookworm";
+        for why in [
+            BaseMissing::NotPulled,
+            BaseMissing::PullFailed("dial tcp: lookup registry-1.docker.io: no such host"),
+        ] {
+            let f = base_missing(image, "unix:///x", why);
+            let d = &f.diagnostics[0];
+            assert_eq!(d.code, codes::BASE_IMAGE_MISSING);
+            assert!(d.message.contains(&format!("`{image}`")), "{}", d.message);
+            let hint = d.hint.as_deref().unwrap();
+            assert!(
+                hint.contains(&format!("docker save -o base.tar {image}"))
+                    && hint.contains("docker load -i base.tar")
+                    && hint.contains("[image] base")
+                    && hint.contains("docs/offline.md"),
+                "{hint}"
+            );
+            assert!(!hint.contains("docker import"), "{hint}");
+        }
+        let f = base_missing(
+            "docker.io/library/b:1",
+            "unix:///x",
+            BaseMissing::OtherPlatform {
+                have: "linux/arm64",
+                want: "linux/amd64",
+                engine_said: "no such host",
+            },
+        );
+        let d = &f.diagnostics[0];
+        assert!(
+            d.message.contains("`docker.io/library/b:1`")
+                && d.message.contains("only for linux/arm64"),
+            "{}",
+            d.message
+        );
+        assert!(d
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("--platform linux/amd64"));
+    }
+
+    #[test]
+    fn the_base_a_failed_pull_is_about_is_found_by_name_or_alone() {
+        let seen = |n: &str| BaseSeen {
+            name: n.into(),
+            platform: None,
+        };
+        let one = [seen("docker.io/library/fh:2")];
+        let msg = "failed to resolve source metadata for docker.io/library/fh:2: no such host";
+        assert_eq!(base_in_message(msg, &one), Some(&one[0]));
+        // The only base, even when the message names none.
+        assert_eq!(
+            base_in_message("dial tcp: i/o timeout", &one),
+            Some(&one[0])
+        );
+        let two = [seen("python:3.12"), seen("python:3.12-slim")];
+        assert_eq!(
+            base_in_message("pull access denied for python:3.12-slim", &two),
+            Some(&two[1])
+        );
+        assert_eq!(base_in_message("dial tcp: i/o timeout", &two), None);
+        assert!(registry_unreachable(
+            "Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io on \
+             10.0.0.53:53: no such host"
+        ));
+        assert!(!registry_unreachable("manifest unknown"));
+    }
 
     #[test]
     fn gpu_refusals_are_told_from_other_failures() {

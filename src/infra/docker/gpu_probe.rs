@@ -18,7 +18,9 @@ use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{CreateContainerOptionsBuilder, ListImagesOptionsBuilder};
 use std::collections::HashMap;
 
-/// The newest image envbuild built on this engine, to try a GPU request with.
+/// The newest image envbuild built on this engine, to try a GPU request with, by its tag (the
+/// first in sort order) so the report names it as `envbuild image` did: a tagged one before
+/// any untagged leftover, which is named by its id only when no image has a tag.
 async fn an_envbuild_image(engine: &Engine) -> Option<String> {
     let mut filters: HashMap<String, Vec<String>> = HashMap::new();
     filters.insert("label".into(), vec![LABEL_LOCK_SHA256.to_string()]);
@@ -34,8 +36,22 @@ async fn an_envbuild_image(engine: &Engine) -> Option<String> {
         .await
         .ok()?
         .ok()?;
-    images.sort_by_key(|i| std::cmp::Reverse(i.created));
-    images.into_iter().next().map(|i| i.id)
+    let tags_of = |i: &bollard::models::ImageSummary| {
+        let mut tags: Vec<String> = i
+            .repo_tags
+            .iter()
+            .filter(|t| *t != "<none>:<none>")
+            .cloned()
+            .collect();
+        tags.sort();
+        tags
+    };
+    // A tagged image first (its name means something to the reader), then the newest.
+    images.sort_by_key(|i| (tags_of(i).is_empty(), std::cmp::Reverse(i.created)));
+    images.into_iter().next().map(|i| {
+        let first = tags_of(&i).into_iter().next();
+        first.unwrap_or(i.id)
+    })
 }
 
 /// The image to start, and whether the probe asks about the runtime alone.
@@ -101,7 +117,9 @@ pub async fn container_gpu(
             (None, None)
         }
         Ok(Ok(info)) => {
-            let runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+            // The engine's map has no order of its own: sorted, so two runs print the same.
+            let mut runtimes: Vec<String> = info.runtimes.unwrap_or_default().into_keys().collect();
+            runtimes.sort();
             let nvidia = runtimes.iter().any(|r| r == "nvidia");
             detail.push(format!(
                 "runtimes: {}",
@@ -126,34 +144,49 @@ pub async fn container_gpu(
             (None, None)
         }
     };
-    let verified = match probe_image(engine, image, lock_tags).await {
+    let (verified, cause) = match probe_image(engine, image, lock_tags).await {
         None => {
             detail.push(
                 "no image to start a GPU container from (build one with `envbuild image`, or pass --image)"
                     .into(),
             );
-            None
+            (None, None)
         }
         Some(image) => {
-            let (verified, what) = try_gpu_container(engine, &image, run_id).await;
-            detail.push(what);
-            verified
+            let probed = try_gpu_container(engine, &image, run_id).await;
+            detail.push(probed.detail);
+            (probed.verified, probed.cause)
         }
     };
     ContainerGpu {
         nvidia_runtime,
         cdi,
         verified,
+        cause,
         detail: detail.join("; "),
     }
 }
 
+/// What starting the probe container said: whether it got a GPU (`None`: it proves nothing),
+/// the refusal's code, and the words for the report.
+struct Probed {
+    verified: Option<bool>,
+    cause: Option<String>,
+    detail: String,
+}
+
+impl Probed {
+    fn unknown(detail: String) -> Probed {
+        Probed {
+            verified: None,
+            cause: None,
+            detail,
+        }
+    }
+}
+
 /// Create and start a container with `--gpus all` from `image`; always remove it.
-async fn try_gpu_container(
-    engine: &Engine,
-    probe: &ProbeImage,
-    run_id: &str,
-) -> (Option<bool>, String) {
+async fn try_gpu_container(engine: &Engine, probe: &ProbeImage, run_id: &str) -> Probed {
     let image = probe.name.as_str();
     let mut container_labels = HashMap::new();
     container_labels.insert(labels::SMOKE.to_string(), "1".to_string());
@@ -187,8 +220,10 @@ async fn try_gpu_container(
         )
         .await;
     let outcome = match created {
-        Err(f) => (None, f.diagnostics[0].message.clone()),
-        Ok(Err(e)) if is_not_found(&e) => (None, format!("image `{image}` is not on the engine")),
+        Err(f) => Probed::unknown(f.diagnostics[0].message.clone()),
+        Ok(Err(e)) if is_not_found(&e) => {
+            Probed::unknown(format!("image `{image}` is not on the engine"))
+        }
         Ok(Err(e)) => classify(engine, probe, &short_error(&e)).await,
         Ok(Ok(created)) => match engine
             .call(
@@ -201,11 +236,12 @@ async fn try_gpu_container(
             )
             .await
         {
-            Err(f) => (None, f.diagnostics[0].message.clone()),
-            Ok(Ok(())) => (
-                Some(true),
-                format!("a container from {what}`{image}` started with --gpus all"),
-            ),
+            Err(f) => Probed::unknown(f.diagnostics[0].message.clone()),
+            Ok(Ok(())) => Probed {
+                verified: Some(true),
+                cause: None,
+                detail: format!("a container from {what}`{image}` started with --gpus all"),
+            },
             Ok(Err(e)) => classify(engine, probe, &short_error(&e)).await,
         },
     };
@@ -217,32 +253,34 @@ async fn try_gpu_container(
 /// A refused GPU request is a definitive "no"; any other failure proves nothing either way.
 /// The lock's image refused for its CUDA requirement is a "no" for that build, said with the
 /// refusal's code and requirement.
-async fn classify(engine: &Engine, probe: &ProbeImage, msg: &str) -> (Option<bool>, String) {
+async fn classify(engine: &Engine, probe: &ProbeImage, msg: &str) -> Probed {
     let (image, what) = (probe.name.as_str(), probe.what);
     match gpu_refusal(msg) {
-        None => (
-            None,
-            format!(
-                "the GPU probe container from {what}`{image}` failed for another reason: {msg}"
+        None => Probed::unknown(format!(
+            "the GPU probe container from {what}`{image}` failed for another reason: {msg}"
+        )),
+        Some(GpuRefusal::NoRuntime) => Probed {
+            verified: Some(false),
+            cause: Some(super::codes::NO_GPU_RUNTIME.to_string()),
+            detail: format!(
+                "a container from {what}`{image}` with --gpus all was refused ({}): {msg}",
+                super::codes::NO_GPU_RUNTIME
             ),
-        ),
-        Some(GpuRefusal::NoRuntime) => (
-            Some(false),
-            format!("a container from {what}`{image}` with --gpus all was refused: {msg}"),
-        ),
+        },
         Some(r) => {
             let driver = super::host_gpu_identity(engine)
                 .await
                 .and_then(|id| id.driver);
             let f = refused(&r, &engine.host, msg, driver.as_deref());
             let d = &f.diagnostics[0];
-            (
-                Some(false),
-                format!(
+            Probed {
+                verified: Some(false),
+                cause: Some(d.code.to_string()),
+                detail: format!(
                     "a container from {what}`{image}` with --gpus all was refused ({}): {}",
                     d.code, d.message
                 ),
-            )
+            }
         }
     }
 }

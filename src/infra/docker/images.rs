@@ -11,6 +11,34 @@ pub struct ImageInfo {
     pub id: String,
     pub labels: HashMap<String, String>,
     pub tags: Vec<String>,
+    /// `os/arch[/variant]` (`linux/arm64`), where the engine says.
+    pub platform: Option<String>,
+}
+
+/// `os/arch[/variant]` from the parts an engine reports.
+fn platform_of(os: Option<&str>, arch: Option<&str>, variant: Option<&str>) -> Option<String> {
+    let (os, arch) = (
+        os.filter(|o| !o.is_empty())?,
+        arch.filter(|a| !a.is_empty())?,
+    );
+    Some(match variant.filter(|v| !v.is_empty()) {
+        Some(v) => format!("{os}/{arch}/{v}"),
+        None => format!("{os}/{arch}"),
+    })
+}
+
+/// The platform the engine builds and runs for (`linux/amd64`); `None` when it does not say.
+pub async fn engine_platform(engine: &Engine) -> Option<String> {
+    let v = engine
+        .call(
+            Call::Short,
+            || "reading the engine's version".into(),
+            engine.docker.version(),
+        )
+        .await
+        .ok()?
+        .ok()?;
+    platform_of(v.os.as_deref(), v.arch.as_deref(), None)
 }
 
 /// Look an image up by name or id; `None` when the engine does not have it.
@@ -24,6 +52,11 @@ pub async fn inspect(engine: &Engine, image: &str) -> Result<Option<ImageInfo>, 
         .await?;
     match answer {
         Ok(i) => Ok(Some(ImageInfo {
+            platform: platform_of(
+                i.os.as_deref(),
+                i.architecture.as_deref(),
+                i.variant.as_deref(),
+            ),
             id: i.id.unwrap_or_default(),
             labels: i.config.and_then(|c| c.labels).unwrap_or_default(),
             tags: i.repo_tags.unwrap_or_default(),

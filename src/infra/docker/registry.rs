@@ -186,10 +186,17 @@ pub async fn pull(
                 engine.host
             ),
         )
-        .with_hint(
+        .with_hint(if super::errors::registry_unreachable(&msg) {
+            // No registry answers from here: the way forward is offline, said in full.
+            format!(
+                "this engine reaches no registry: {}",
+                super::errors::offline_base_hint(reference)
+            )
+        } else {
             "check the name (and digest) and that the engine reaches the registry; on an \
-             offline machine load the image first and pass --pull never",
-        ),
+             offline machine load the image first and pass --pull never"
+                .to_string()
+        }),
     ))
 }
 

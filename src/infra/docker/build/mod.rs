@@ -10,6 +10,7 @@ pub mod buildkit;
 pub mod legacy;
 
 use super::context::{build_context, label_target_stage, parse_dockerfile, BuildContext};
+use super::errors::{base_in_message, base_missing, BaseMissing, BaseSeen};
 use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
@@ -143,24 +144,6 @@ pub struct BuildOutcome {
 /// How many output lines of a failing step are kept for the error message.
 const TAIL_LINES: usize = 15;
 
-fn base_missing(image: &str, host: &str) -> Failure {
-    Failure::one(
-        Diagnostic::error(
-            codes::BASE_IMAGE_MISSING,
-            format!(
-                "base image `{image}` is not present on the engine at `{host}` and was not \
-                 pulled"
-            ),
-        )
-        .with_hint(format!(
-            "where a registry is reachable let envbuild pull it (`--pull missing`, the \
-             default); offline, load it onto the engine first (`docker load -i base.tar`, \
-             `docker import rootfs.tar {image}`), or set `[image] base` in the spec to an \
-             image the engine has"
-        )),
-    )
-}
-
 /// Messages the engine gives when a `FROM` image would have to come from a registry.
 fn looks_like_pull_failure(msg: &str) -> bool {
     let m = msg.to_ascii_lowercase();
@@ -242,11 +225,20 @@ pub async fn build_pulling(
     } else {
         labelled_context(req, &dockerfile_name)?.1
     };
-    // Checking the bases first gives a precise error at once instead of a failed pull later.
+    // Checking the bases first gives a precise error at once instead of a failed pull later;
+    // what the engine had is kept for the message of a pull that fails during the build.
+    let mut bases = Vec::new();
     for base in parse_dockerfile(&dockerfile).base_images {
-        let present = images::inspect(engine, &base).await?.is_some();
+        let info = images::inspect(engine, &base).await?;
+        let present = info.is_some();
+        bases.push(BaseSeen {
+            name: base.clone(),
+            platform: info.and_then(|i| i.platform),
+        });
         match pull {
-            PullPolicy::Never if !present => return Err(base_missing(&base, &engine.host)),
+            PullPolicy::Never if !present => {
+                return Err(base_missing(&base, &engine.host, BaseMissing::NotPulled))
+            }
             PullPolicy::Missing if !present => pull_base(engine, &base, creds, on_event).await?,
             PullPolicy::Always => pull_base(engine, &base, creds, on_event).await?,
             _ => {}
@@ -282,11 +274,11 @@ pub async fn build_pulling(
         on_event(BuildEvent::Builder(format!("legacy builder: {why}")));
         let (_, plain) = labelled_context(req, &req.dockerfile)?;
         log = legacy::stream(engine, req, &primary, &plain, on_event).await?;
-        let image_id = built_image(engine, req, &primary, &log).await?;
+        let image_id = built_image(engine, req, &primary, &log, &bases).await?;
         tag_extra(engine, &image_id, &req.extra_tags).await?;
         return Ok(outcome(image_id, Some(&log), &plain));
     }
-    let image_id = built_image(engine, req, &primary, &log).await?;
+    let image_id = built_image(engine, req, &primary, &log, &bases).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
     Ok(outcome(image_id, Some(&log), &context))
 }
@@ -398,19 +390,29 @@ fn build_stalled(engine: &Engine, primary: &str, builder: &str, log: &BuildLog) 
 }
 
 /// The id of the image the build made, checked against the lock; or why there is none.
+/// `bases` is what the engine had of the Dockerfile's bases before the build.
 async fn built_image(
     engine: &Engine,
     req: &BuildRequest,
     primary: &str,
     log: &BuildLog,
+    bases: &[BaseSeen],
 ) -> Result<String, Failure> {
     if let Some(msg) = &log.engine_message {
-        return Err(step_failure(
-            msg,
-            log.step.as_ref(),
-            &log.tail,
-            &engine.host,
-        ));
+        // A base the engine has for another platform only is pulled by BuildKit: the engine's
+        // own platform says which copy it wanted.
+        let want = if bases.iter().any(|b| b.platform.is_some()) && looks_like_pull_failure(msg) {
+            images::engine_platform(engine).await
+        } else {
+            None
+        };
+        let failed = FailedStep {
+            step: log.step.as_ref(),
+            tail: &log.tail,
+            bases,
+            platform: want.as_deref(),
+        };
+        return Err(step_failure(msg, &failed, &engine.host));
     }
     let info = images::inspect(engine, primary).await?;
     let lock_label = info.as_ref().and_then(|i| i.labels.get(LABEL_LOCK_SHA256));
@@ -468,28 +470,66 @@ struct BuildLog {
     pending: String,
 }
 
-fn step_failure(
-    msg: &str,
-    step: Option<&(usize, usize, String)>,
-    tail: &VecDeque<String>,
-    host: &str,
-) -> Failure {
-    let msg = msg.trim();
-    let (where_, instr) = match step {
-        Some((n, m, i)) => (format!("step {n}/{m} `{i}`"), i.as_str()),
-        None => ("the build".to_string(), ""),
+/// Where a build failed: its step, the step's last output lines, the bases as the engine had
+/// them before the build, and the engine's own platform (when a base was there for another).
+struct FailedStep<'a> {
+    step: Option<&'a (usize, usize, String)>,
+    tail: &'a VecDeque<String>,
+    bases: &'a [BaseSeen],
+    platform: Option<&'a str>,
+}
+
+/// A failed pull of a base during the build: the base from the `FROM` step, else the one the
+/// engine's message names (BuildKit reports no step for its metadata pulls), said with the
+/// platform the engine had it for when that is not the one the build needs.
+fn base_pull_failure(msg: &str, at: &FailedStep<'_>, host: &str) -> Option<Failure> {
+    let instr = at.step.map_or("", |(_, _, i)| i.as_str());
+    let from_step = instr
+        .to_ascii_uppercase()
+        .starts_with("FROM")
+        .then(|| {
+            instr
+                .split_whitespace()
+                .skip(1)
+                .find(|w| !w.starts_with("--"))
+        })
+        .flatten();
+    if !(from_step.is_some() || at.step.is_none()) || !looks_like_pull_failure(msg) {
+        return None;
+    }
+    let seen = match from_step {
+        Some(name) => at
+            .bases
+            .iter()
+            .find(|b| b.name == name)
+            .cloned()
+            .or(Some(BaseSeen {
+                name: name.to_string(),
+                platform: None,
+            })),
+        None => base_in_message(msg, at.bases).cloned(),
+    }?;
+    let os_arch = |p: &str| p.split('/').take(2).collect::<Vec<_>>().join("/");
+    let why = match (seen.platform.as_deref(), at.platform) {
+        (Some(have), Some(want)) if os_arch(have) != os_arch(want) => BaseMissing::OtherPlatform {
+            have,
+            want,
+            engine_said: msg,
+        },
+        _ => BaseMissing::PullFailed(msg),
     };
-    if instr.to_ascii_uppercase().starts_with("FROM")
-        || (step.is_none() && looks_like_pull_failure(msg))
-    {
-        let image = instr
-            .split_whitespace()
-            .skip(1)
-            .find(|w| !w.starts_with("--"))
-            .unwrap_or("the base image");
-        if looks_like_pull_failure(msg) {
-            return base_missing(image, host);
-        }
+    Some(base_missing(&seen.name, host, why))
+}
+
+fn step_failure(msg: &str, at: &FailedStep<'_>, host: &str) -> Failure {
+    let msg = msg.trim();
+    let (step, tail) = (at.step, at.tail);
+    let where_ = match step {
+        Some((n, m, i)) => format!("step {n}/{m} `{i}`"),
+        None => "the build".to_string(),
+    };
+    if let Some(f) = base_pull_failure(msg, at, host) {
+        return f;
     }
     // The install stage's own refusal (`envbuild/python-env.sh`) is a fact about the base.
     if tail
@@ -579,10 +619,10 @@ mod tests {
     fn failing_run_step_names_step_command_and_output() {
         let mut tail = VecDeque::new();
         tail.push_back("boom".to_string());
+        let step = (2, 3, "RUN exit 3".into());
         let f = step_failure(
             "The command '/bin/sh -c exit 3' returned a non-zero code: 3",
-            Some(&(2, 3, "RUN exit 3".into())),
-            &tail,
+            &at(Some(&step), &tail, &[]),
             "unix:///x",
         );
         let d = &f.diagnostics[0];
@@ -598,10 +638,10 @@ mod tests {
             "envbuild: BASE_HAS_NO_PYTHON: the base image has no python3 (or python) on its PATH"
                 .to_string(),
         );
+        let step = (4, 20, "RUN sh /tmp/envbuild/python-env.sh venv".into());
         let f = step_failure(
             "The command '/bin/sh -c sh /tmp/envbuild/python-env.sh venv' returned a non-zero code: 3",
-            Some(&(4, 20, "RUN sh /tmp/envbuild/python-env.sh venv".into())),
-            &tail,
+            &at(Some(&step), &tail, &[]),
             "unix:///x",
         );
         assert_eq!(f.diagnostics[0].code, BASE_HAS_NO_PYTHON);
@@ -612,19 +652,65 @@ mod tests {
             .contains("python3"));
         // Another step's output that merely mentions the code is not enough.
         tail[0] = "echo BASE_HAS_NO_PYTHON".into();
-        let f = step_failure("returned a non-zero code: 1", None, &tail, "unix:///x");
+        let f = step_failure(
+            "returned a non-zero code: 1",
+            &at(None, &tail, &[]),
+            "unix:///x",
+        );
         assert_eq!(f.diagnostics[0].code, codes::BUILD_STEP_FAILED);
+    }
+
+    fn at<'a>(
+        step: Option<&'a (usize, usize, String)>,
+        tail: &'a VecDeque<String>,
+        bases: &'a [BaseSeen],
+    ) -> FailedStep<'a> {
+        FailedStep {
+            step,
+            tail,
+            bases,
+            platform: None,
+        }
     }
 
     #[test]
     fn pull_failure_on_from_is_a_missing_base() {
+        let step = (1, 3, "FROM nothere:1".into());
         let f = step_failure(
             "Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io: no such host",
-            Some(&(1, 3, "FROM nothere:1".into())),
-            &VecDeque::new(),
+            &at(Some(&step), &VecDeque::new(), &[]),
             "unix:///x",
         );
         assert_eq!(f.diagnostics[0].code, codes::BASE_IMAGE_MISSING);
         assert!(f.diagnostics[0].message.contains("`nothere:1`"));
+    }
+
+    /// BuildKit pulls a base's metadata before any step: the failure names no `FROM` step,
+    /// and the base comes from the engine's message or the Dockerfile, never a placeholder.
+    #[test]
+    fn a_buildkit_pull_failure_names_the_base_and_the_platform_it_was_there_for() {
+        let bases = [BaseSeen {
+            name: "docker.io/library/fh-arm64only:2".into(),
+            platform: Some("linux/arm64".into()),
+        }];
+        let msg = "failed to solve with frontend dockerfile.v0: failed to create LLB definition: \
+                   failed to do request: Head \"https://registry-1.docker.io/v2/library/\
+                   fh-arm64only/manifests/2\": dial tcp: lookup registry-1.docker.io: no such host";
+        let tail = VecDeque::new();
+        let mut failed = at(None, &tail, &bases);
+        failed.platform = Some("linux/amd64");
+        let d = &step_failure(msg, &failed, "unix:///x").diagnostics[0];
+        assert_eq!(d.code, codes::BASE_IMAGE_MISSING);
+        assert!(
+            d.message.contains("`docker.io/library/fh-arm64only:2`")
+                && d.message.contains("only for linux/arm64")
+                && !d.message.contains("the base image"),
+            "{}",
+            d.message
+        );
+        // The same base for the engine's own platform (an arm64 variant aside): absent, pulled.
+        failed.platform = Some("linux/arm64");
+        let d = &step_failure(msg, &failed, "unix:///x").diagnostics[0];
+        assert!(d.message.contains("could not pull it"), "{}", d.message);
     }
 }
