@@ -3,17 +3,12 @@
 use clap::Parser;
 
 fn main() {
-    let cli = match envbuild::cli::Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match envbuild::cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            // clap prints help/version to stdout with exit 0 and usage errors with exit 2.
-            let _ = e.print();
-            std::process::exit(if e.use_stderr() {
-                envbuild::core::diag::exit::USAGE
-            } else {
-                envbuild::core::diag::exit::OK
-            });
-        }
+        // Help and version: stdout, exit 0; a refused command line: exit 2, with `--json`'s
+        // error document and `--junit`'s file as for any other failure.
+        Err(e) => std::process::exit(envbuild::commands::refused_arguments(&args, &e)),
     };
     let code = match envbuild::commands::run(cli) {
         Ok(code) => code,

@@ -24,6 +24,9 @@ pub fn all() -> Vec<&'static str> {
     v.extend_from_slice(crate::core::learn::codes::ALL);
     v.extend_from_slice(crate::core::resolve::codes::ALL);
     v.push(crate::core::render::codes::TEMPLATE_ERROR);
+    v.push(crate::core::render::TEMPLATE_BUDGET);
+    v.extend_from_slice(crate::core::closure::verify::codes::ALL);
+    v.push(crate::infra::fs::OUTPUT_SYMLINK);
     v.extend_from_slice(crate::core::smoke::codes::ALL);
     v.extend_from_slice(crate::infra::docker::codes::ALL);
     v.push(crate::infra::registry_auth::codes::REGISTRY_AUTH);

@@ -49,8 +49,48 @@ pub struct RenderedImage {
     pub image_name: String,
     /// The lock's sha256 (64 hex).
     pub lock_hash: String,
+    /// What the image is built from ([`content_sha256`]): the tag, the build skip and the
+    /// verdicts are keyed on it. `None` (files made by hand, in tests): the lock's hash.
+    pub content_sha256: Option<String>,
     /// Compact JSON summary of the lock, for the `dev.envbuild.lock-summary` label.
     pub lock_summary: String,
+}
+
+impl RenderedImage {
+    /// The build's identity: [`RenderedImage::content_sha256`], else the lock's hash.
+    pub fn identity(&self) -> &str {
+        self.content_sha256.as_deref().unwrap_or(&self.lock_hash)
+    }
+
+    /// The lock and the identity, for the registry's verdicts.
+    pub fn build_id(&self) -> publish::BuildId<'_> {
+        publish::BuildId {
+            lock_sha256: &self.lock_hash,
+            content_sha256: self.identity(),
+        }
+    }
+}
+
+/// What a build is made of, as one sha256: the lock's hash and every rendered file the context
+/// is cut from (the Dockerfile and what it copies: a `--templates` override changes them), by
+/// name and bytes. Not the network's CA bundle nor the proxies: they reach no image, and the
+/// same build on another network is the same image.
+pub fn content_sha256(lock_hash: &str, files: &BTreeMap<String, Vec<u8>>) -> String {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"envbuild-content 1\0");
+    h.update(lock_hash.as_bytes());
+    for (name, bytes) in files
+        .iter()
+        .filter(|(n, _)| n.as_str() != crate::core::render::CA_BUNDLE_FILE)
+    {
+        h.update([0u8]);
+        h.update(name.as_bytes());
+        h.update([0u8]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    }
+    crate::core::hash::hex(&h.finalize())
 }
 
 /// What to build and how to test it.
@@ -221,13 +261,49 @@ pub fn rendered_image(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    let mut files = render_files(lock, templates, spec_dir)?;
+    // The identity is of the files as rendered (a conda token's placeholder, not the token).
+    let content = content_sha256(&lock_hash, &files);
+    fill_conda_token(&mut files)?;
     Ok(RenderedImage {
-        files: render_files(lock, templates, spec_dir)?,
+        content_sha256: Some(content),
+        files,
         dockerfile: "Dockerfile".into(),
         image_name: image_name(&lock.name),
         lock_hash,
         lock_summary: lock.summary_json(),
     })
+}
+
+/// A lock made through a token channel alias (`https://HOST/t/TOKEN`) records the token's
+/// placeholder (`core::url::TOKEN_PLACEHOLDER`); the build's copy of the files gets the token of
+/// `ENVBUILD_CONDA_CHANNEL_ALIAS` back, so conda can fetch the packages. Only the throwaway
+/// install stage reads those files; the rendered files on disk keep the placeholder.
+fn fill_conda_token(files: &mut BTreeMap<String, Vec<u8>>) -> Result<(), Failure> {
+    let marker = format!("/t/{}", crate::core::url::TOKEN_PLACEHOLDER);
+    let holds = |b: &Vec<u8>| String::from_utf8_lossy(b).contains(&marker);
+    if !files.values().any(holds) {
+        return Ok(());
+    }
+    let alias = crate::infra::conda_solve::channel_alias()?;
+    let Some(token) = crate::core::url::conda_token(&alias) else {
+        return Err(Failure::usage(
+            format!(
+                "the lock's conda packages come through a token channel alias, and {} names no token",
+                crate::infra::conda_solve::ALIAS_ENV
+            ),
+            Some(format!(
+                "set {}=https://HOST/t/<token> as when the lock was made (the token is read from \
+                 the environment, never written)",
+                crate::infra::conda_solve::ALIAS_ENV
+            )),
+        ));
+    };
+    for bytes in files.values_mut().filter(|b| holds(b)) {
+        let text = String::from_utf8_lossy(bytes).into_owned();
+        *bytes = crate::core::url::with_token(&text, token).into_bytes();
+    }
+    Ok(())
 }
 
 /// The image repository: `envbuild/<name as a DNS label>`, the name the rendered run snippets
@@ -397,7 +473,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
     // only where a Dockerfile lacks them.
     let extra_labels = BTreeMap::new();
     // One `--tag` cannot name two images: the dev variant gets it with a `-dev` suffix.
-    let extra_tags = opts
+    let mut extra_tags: Vec<String> = opts
         .tags
         .iter()
         .map(|t| {
@@ -408,6 +484,13 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
             }
         })
         .collect();
+    // The primary tag names the build (`VARIANT-<content12>`); the lock's tag
+    // (`VARIANT-<lock12>`, what the rendered run snippets and `doctor` name) goes to the latest
+    // image built from the lock.
+    if rendered.identity().get(..12) != rendered.lock_hash.get(..12) {
+        let short = rendered.lock_hash.get(..12).unwrap_or(&rendered.lock_hash);
+        extra_tags.insert(0, format!("{}:{variant}-{short}", rendered.image_name));
+    }
     BuildRequest {
         files: rendered.files.clone(),
         dockerfile: rendered.dockerfile.clone(),
@@ -415,6 +498,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         image_name: rendered.image_name.clone(),
         variant: variant.to_string(),
         lock_hash: rendered.lock_hash.clone(),
+        content_sha256: rendered.content_sha256.clone(),
         summary: rendered.lock_summary.clone(),
         extra_tags,
         extra_labels,
@@ -494,12 +578,11 @@ pub async fn build_and_test(
     let mut install_cache = None;
     let published = match &opts.push {
         Some(repo) => {
-            let lock = &rendered.lock_hash;
             let published = push_passed(
                 engine,
                 repo,
                 (&builds, &smokes),
-                lock,
+                rendered.build_id(),
                 opts,
                 creds.as_ref(),
                 on_event,
@@ -542,10 +625,16 @@ async fn registry_skip(
     let Some(repo) = opts.push.as_ref().filter(|_| !opts.rebuild && !opts.retest) else {
         return Ok(None);
     };
+    let mode = opts.smoke.mode();
+    // A gpu verdict holds only for the driver and GPUs this run's containers get.
+    let gpus = match mode {
+        Mode::Gpu => docker::host_gpu_identity(engine).await.map(|g| g.key()),
+        Mode::Cpu => None,
+    };
     let mut found = Vec::new();
     for variant in &opts.variants {
-        let mode = opts.smoke.mode();
-        match publish::registry_word(engine, repo, variant, &rendered.lock_hash, mode, creds)
+        let id = rendered.build_id();
+        match publish::registry_word(engine, repo, variant, id, (mode, gpus.as_deref()), creds)
             .await?
         {
             RegistryWord::Holds(p, v) => found.push((p, v)),
@@ -589,7 +678,7 @@ async fn push_passed(
     engine: &Engine,
     repo: &Repository,
     (builds, smokes): (&[(String, BuildOutcome)], &[SmokeResult]),
-    lock_hash: &str,
+    id: publish::BuildId<'_>,
     opts: &ImageOptions,
     creds: Option<&Credentials>,
     on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
@@ -611,7 +700,7 @@ async fn push_passed(
         let item = ToPublish {
             variant,
             image_id: &b.image_id,
-            lock_hash,
+            id,
             outcome,
             mode,
             gpus: gpus.clone(),

@@ -51,6 +51,20 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         Ok(l) => l,
         Err(diagnostics) => return Ok(LockOutcome::Refused { diagnostics }),
     };
+    if !req.upgrade_packages.is_empty() && !loaded.spec.lock.closure {
+        return Err(Failure::usage(
+            format!(
+                "--upgrade-package {}: {} locks no closure, so there is no package to move alone",
+                req.upgrade_packages.join(" "),
+                crate::core::diag::shown(req.spec)
+            ),
+            Some(
+                "change the package's pin in the spec and run `envbuild lock`; \
+                 `--upgrade-package` moves one package of a closure lock (`[lock] closure = true`)"
+                    .into(),
+            ),
+        ));
+    }
     let res = resolve_loaded(&loaded, table);
     let mut diagnostics = res.diagnostics;
     let Some(mut lock) = res
@@ -59,7 +73,10 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     else {
         return Ok(LockOutcome::Refused { diagnostics });
     };
-    let path = lock_path(req.spec, req.out);
+    let path = match req.out {
+        Some(_) => lock_path(req.spec, req.out),
+        None => super::beside_input(req.spec, crate::core::lock::FILE_NAME)?,
+    };
     if loaded.spec.lock.is_full() {
         let mode = if req.locked || req.offline {
             ClosureMode::Offline {
@@ -73,11 +90,26 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         };
         // `--out DIR` with no lock there yet reuses what the lock beside the spec resolved.
         let beside = lock_path(req.spec, None);
-        let on_disk = OnDisk::read_or(&path, &beside);
+        let mut on_disk = OnDisk::read_or(&path, &beside);
+        let strict = req.locked || req.offline;
+        if let Some(d) = on_disk.distrust(strict) {
+            let refused = d.iter().any(Diagnostic::is_error);
+            diagnostics.extend(d);
+            if refused {
+                return Ok(LockOutcome::Refused { diagnostics });
+            }
+        }
         if let Some(d) = attach_full_from(&mut lock, &loaded.spec, table, &on_disk, mode)? {
             diagnostics.push(d);
             return Ok(LockOutcome::Refused { diagnostics });
         }
+    }
+    // What a resolver gave (or the lock on disk kept) is checked as `render` checks a lock:
+    // a lock that `lock` writes verifies itself and renders.
+    let problems = written_lock_problems(&lock);
+    if !problems.is_empty() {
+        diagnostics.extend(problems);
+        return Ok(LockOutcome::Refused { diagnostics });
     }
     let text = lock
         .to_toml()
@@ -113,6 +145,16 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         path,
         diagnostics,
     })
+}
+
+/// Why a lock about to be written (or found current) cannot be: its closure fails its own
+/// checks, or a value is one `render` refuses.
+pub fn written_lock_problems(lock: &Lock) -> Vec<Diagnostic> {
+    let mut out = crate::core::closure::verify::verify(lock);
+    if let Err(f) = crate::core::render::check_lock_values(lock) {
+        out.extend(f.diagnostics);
+    }
+    out
 }
 
 /// `--locked`: `None` when the lock at `path` is `text` byte for byte; otherwise `LOCK_MISSING`
@@ -203,6 +245,31 @@ impl<'a> OnDisk<'a> {
         OnDisk { path, lock }
     }
 
+    /// Check the lock read before anything of it is reused. `strict` (`--locked`,
+    /// `--offline`): a lock that fails its own checks is refused (errors). Otherwise it is set
+    /// aside with a warning, and resolved afresh. A lock that only lacks its `closure_sha256`
+    /// (an older envbuild's) keeps its checked closure either way: it is sealed when written.
+    pub fn distrust(&mut self, strict: bool) -> Option<Vec<Diagnostic>> {
+        use crate::core::closure::verify::{codes::LOCK_TAMPERED, verify};
+        let lock = self.lock.as_ref()?;
+        let mut problems = verify(lock);
+        if lock.closure_sha256.is_none() {
+            problems.retain(|d| d.code != LOCK_TAMPERED);
+        }
+        if problems.is_empty() {
+            return None;
+        }
+        if !strict {
+            self.lock = None;
+            for d in &mut problems {
+                d.severity = crate::core::diag::Severity::Warning;
+                d.message
+                    .push_str(" (set aside: the closure is resolved afresh)");
+            }
+        }
+        Some(problems)
+    }
+
     /// The lock at `path`, else (when there is none) the one at `fallback`.
     pub fn read_or(path: &'a Path, fallback: &'a Path) -> OnDisk<'a> {
         let first = OnDisk::read(path);
@@ -243,6 +310,7 @@ pub fn attach_full_from(
         if let Some(d) = attach_closure(lock, spec, table, on_disk, mode)? {
             return Ok(Some(d));
         }
+        crate::core::closure::verify::seal(lock);
     }
     if spec.lock.wants_base_digest() {
         return attach_base_digest(lock, on_disk, mode, &EngineDigests);

@@ -100,8 +100,37 @@ pub fn lock_path(spec: &Path, out: Option<&Path>) -> std::path::PathBuf {
     dir.join(crate::core::lock::FILE_NAME)
 }
 
-/// Read a lock file.
+/// `name` beside `input` (its lock, its render folder), refused when `input` was read through
+/// a device or the kernel's files (`/dev/stdin`, `/proc/self/fd/0`): their folder is no
+/// project's, and envbuild writes nothing into `/dev`.
+pub fn beside_input(input: &Path, name: &str) -> Result<std::path::PathBuf, Failure> {
+    let path = lock_path(input, None).with_file_name(name);
+    if crate::infra::fs::is_system_dir(&path) {
+        return Err(Failure::usage(
+            format!(
+                "{} is read through {}, which is no project folder: envbuild will not write `{name}` there",
+                crate::core::diag::shown(input),
+                crate::core::diag::shown(path.parent().unwrap_or(Path::new("/")))
+            ),
+            Some("pass --out DIR to say where it goes".into()),
+        ));
+    }
+    Ok(path)
+}
+
+/// Read a lock file and check it: its closure must verify itself (`core::closure::verify`).
 pub fn read_lock(path: &Path) -> Result<Lock, Failure> {
+    let lock = parse_lock(path)?;
+    let problems = crate::core::closure::verify::verify(&lock);
+    if problems.is_empty() {
+        Ok(lock)
+    } else {
+        Err(Failure::new(problems))
+    }
+}
+
+/// Read a lock file, unchecked.
+fn parse_lock(path: &Path) -> Result<Lock, Failure> {
     let text = read_text(path, Input::Lock)?;
     Lock::from_toml(&text).map_err(|e| {
         Failure::one(

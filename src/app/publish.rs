@@ -29,9 +29,22 @@ pub struct Published {
     pub verdict_mode: String,
 }
 
-/// The content-addressed tag of `variant` for the lock `lock_hash`.
-pub fn variant_tag(variant: &str, lock_hash: &str) -> String {
-    format!("{variant}-{}", lock_hash.get(..12).unwrap_or(lock_hash))
+/// The content-addressed tag of `variant` for the build `id` (`RenderedImage::identity`: what
+/// the image is built from, templates included).
+pub fn variant_tag(variant: &str, id: &str) -> String {
+    format!("{variant}-{}", id.get(..12).unwrap_or(id))
+}
+
+/// What one build is: its lock, and everything it is made of (`RenderedImage::identity`).
+#[derive(Debug, Clone, Copy)]
+pub struct BuildId<'a> {
+    pub lock_sha256: &'a str,
+    pub content_sha256: &'a str,
+}
+
+/// sha256 of the smoke script this envbuild runs (and records in each verdict).
+pub fn smoke_script_sha256() -> String {
+    crate::core::hash::sha256_hex(crate::core::smoke::SCRIPT.as_bytes())
 }
 
 /// The credentials for `repo`'s registry.
@@ -89,17 +102,19 @@ pub enum RegistryWord {
     Build(String),
 }
 
-/// Ask the registry whether `repo:variant_tag` exists with a passing verdict for `mode` for
-/// that very image digest and lock.
+/// Ask the registry whether `repo:variant_tag` exists with a passing verdict that holds for
+/// this run (`TravellingVerdict::holds_for`): that very image digest, lock and build, this
+/// smoke script and envbuild, a mode that covers `mode` and, in `gpu` mode, the driver and
+/// GPUs `gpus` names (`None`: not probed, no gpu verdict holds).
 pub async fn registry_word(
     engine: &Engine,
     repo: &Repository,
     variant: &str,
-    lock_hash: &str,
-    mode: Mode,
+    id: BuildId<'_>,
+    (mode, gpus): (Mode, Option<&str>),
     creds: Option<&Credentials>,
 ) -> Result<RegistryWord, Failure> {
-    let reference = repo.tagged(&variant_tag(variant, lock_hash));
+    let reference = repo.tagged(&variant_tag(variant, id.content_sha256));
     let Some(digest) = reg::remote_digest(engine, &reference, creds).await? else {
         return Ok(RegistryWord::Build(format!(
             "{reference} is not in the registry"
@@ -110,7 +125,17 @@ pub async fn registry_word(
             "{reference} has no verdict in the registry"
         )));
     };
-    Ok(match verdict.holds_for(mode, &digest, lock_hash) {
+    let script = smoke_script_sha256();
+    let wants = crate::core::verdict::RunWants {
+        mode,
+        digest: &digest,
+        lock_sha256: id.lock_sha256,
+        content_sha256: id.content_sha256,
+        smoke_script_sha256: &script,
+        envbuild_version: env!("CARGO_PKG_VERSION"),
+        gpus,
+    };
+    Ok(match verdict.holds_for(&wants) {
         Ok(()) => RegistryWord::Holds(
             Published {
                 variant: variant.to_string(),
@@ -129,7 +154,7 @@ pub async fn registry_word(
 pub struct ToPublish<'a> {
     pub variant: &'a str,
     pub image_id: &'a str,
-    pub lock_hash: &'a str,
+    pub id: BuildId<'a>,
     pub outcome: &'a SmokeOutcome,
     pub mode: Mode,
     /// The driver and GPUs the container got (`GpuIdentity::key`), or `no GPU requested`.
@@ -150,7 +175,7 @@ pub async fn publish(
             "publish called for an image that did not pass",
         ));
     }
-    let tag = variant_tag(item.variant, item.lock_hash);
+    let tag = variant_tag(item.variant, item.id.content_sha256);
     let reference = repo.tagged(&tag);
     reg::tag(engine, item.image_id, &repo.name, &tag).await?;
     let digest = reg::push(engine, &repo.name, &tag, creds, on_progress).await?;
@@ -162,7 +187,8 @@ pub async fn publish(
         image: reference.clone(),
         image_digest: digest.clone(),
         image_id: item.image_id.to_string(),
-        lock_sha256: item.lock_hash.to_string(),
+        lock_sha256: item.id.lock_sha256.to_string(),
+        content_sha256: item.id.content_sha256.to_string(),
         variant: item.variant.to_string(),
         mode: item.mode.as_str().to_string(),
         passed: true,
@@ -175,7 +201,7 @@ pub async fn publish(
         },
         tested_at: rfc3339(now),
         envbuild_version: env!("CARGO_PKG_VERSION").to_string(),
-        smoke_script_sha256: crate::core::hash::sha256_hex(crate::core::smoke::SCRIPT.as_bytes()),
+        smoke_script_sha256: smoke_script_sha256(),
         report: item.outcome.report.clone(),
     };
     let json = serde_json::to_vec_pretty(&verdict)

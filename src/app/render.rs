@@ -49,8 +49,19 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
             if loaded.spec.lock.is_full() {
                 let path = super::lock_path(input, None);
                 let mode = super::lock::ClosureMode::Offline { why: "render" };
+                let on_disk = super::lock::OnDisk::read(&path);
+                // The lock beside the spec verifies itself before its closure is taken.
+                let problems = on_disk
+                    .lock
+                    .as_ref()
+                    .map(crate::core::closure::verify::verify)
+                    .unwrap_or_default();
+                if !problems.is_empty() {
+                    diagnostics.extend(problems);
+                    return Ok(LockFor::Refused(diagnostics));
+                }
                 if let Some(d) =
-                    super::lock::attach_full(&mut lock, &loaded.spec, table, &path, mode)?
+                    super::lock::attach_full_from(&mut lock, &loaded.spec, table, &on_disk, mode)?
                 {
                     diagnostics.push(d);
                     return Ok(LockFor::Refused(diagnostics));
@@ -74,13 +85,10 @@ pub fn render_with(lock: &Lock, templates: Option<&Path>) -> Result<Rendered, Fa
     render(lock, &RenderOptions { overrides })
 }
 
-/// The default output directory: `render/` beside the input.
-pub fn default_out(input: &Path) -> PathBuf {
-    input
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| Path::new("."))
-        .join("render")
+/// The default output directory: `render/` beside the input (refused beside a device,
+/// [`super::beside_input`]).
+pub fn default_out(input: &Path) -> Result<PathBuf, Failure> {
+    super::beside_input(input, "render")
 }
 
 /// What a render wrote.
@@ -100,13 +108,20 @@ pub fn write(lock: &Lock, templates: Option<&Path>, out: &Path) -> Result<Writte
     let files: Vec<(PathBuf, Vec<u8>)> = rendered
         .files
         .iter()
-        .map(|(rel, bytes)| (out.join(rel), bytes.clone()))
+        .map(|(rel, bytes)| (PathBuf::from(rel), bytes.clone()))
         .collect();
+    // Only regular files are read back (a planted link to a device is refused below, not read).
     let changed = files
         .iter()
-        .filter(|(path, bytes)| std::fs::read(path).ok().as_ref() != Some(bytes))
+        .filter(|(rel, bytes)| {
+            let path = out.join(rel);
+            let same = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+                && std::fs::read(&path).ok().as_ref() == Some(bytes);
+            !same
+        })
         .count();
-    crate::infra::fs::write_all_atomic(&files)?;
+    // No symlink at or under `out` is written through (one planted by a cloned repository).
+    crate::infra::fs::write_tree(out, &files)?;
     Ok(Written {
         out: out.to_path_buf(),
         files: files.len(),
@@ -135,9 +150,9 @@ pub fn dump_templates(dir: &Path, force: bool) -> Result<usize, Failure> {
     }
     let files: Vec<(PathBuf, Vec<u8>)> = crate::core::render::dump_templates()
         .into_iter()
-        .map(|(n, b)| (dir.join(n), b))
+        .map(|(n, b)| (PathBuf::from(n), b))
         .collect();
-    crate::infra::fs::write_all_atomic(&files)?;
+    crate::infra::fs::write_tree(dir, &files)?;
     Ok(files.len())
 }
 

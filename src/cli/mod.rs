@@ -7,6 +7,40 @@
 
 pub mod parse;
 
+/// What a command line asked for beyond the command itself, read from its words when the
+/// parser refused them (so that `--json` still gets its one document and `--junit` its file).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requested {
+    /// The subcommand's name (`lock`, `image`, `table`), when one was given.
+    pub command: Option<String>,
+    pub json: bool,
+    pub junit: Option<PathBuf>,
+}
+
+/// [`Requested`] from the raw arguments (the program name first). Global options that take a
+/// value (`--table FILE`) are skipped with their value; nothing after `--` counts.
+pub fn requested(args: &[std::ffi::OsString]) -> Requested {
+    let mut out = Requested::default();
+    let mut words = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned());
+    while let Some(w) = words.next() {
+        match w.as_str() {
+            "--" => break,
+            "--json" => out.json = true,
+            "--table" if out.command.is_none() => {
+                words.next();
+            }
+            "--junit" => out.junit = words.next().map(PathBuf::from),
+            _ if w.starts_with("--junit=") => out.junit = Some(PathBuf::from(&w[8..])),
+            _ if !w.starts_with('-') && out.command.is_none() => out.command = Some(w),
+            _ => {}
+        }
+    }
+    out
+}
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 

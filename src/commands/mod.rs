@@ -57,6 +57,40 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
     result
 }
 
+/// A command line the parser refused (exit 2): clap's message on stderr (help and version go
+/// to stdout, exit 0), and, as for any other failure, the one `--json` error document in the
+/// command's shape and the `--junit` file. Returns the exit code.
+pub fn refused_arguments(args: &[std::ffi::OsString], e: &clap::Error) -> i32 {
+    use crate::core::diag::exit;
+    let _ = e.print();
+    if !e.use_stderr() {
+        return exit::OK;
+    }
+    let asked = crate::cli::requested(args);
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("the arguments were refused");
+    let command = asked.command.as_deref().unwrap_or("");
+    let failure = Failure::usage(
+        first.strip_prefix("error: ").unwrap_or(first).to_string(),
+        Some(format!("see `envbuild {command} --help`").replace("  ", " ")),
+    );
+    let shape = match command {
+        "lock" => Some(JsonShape::Lock),
+        "image" | "test" | "smoke" | "doctor" | "table" => Some(JsonShape::Verdict),
+        _ => None,
+    };
+    if let (true, Some(shape)) = (asked.json, shape) {
+        let _ = print_json(&error_document(shape, &failure.diagnostics));
+    }
+    if let (Some(path), "image" | "test" | "smoke") = (&asked.junit, command) {
+        let suite = format!("envbuild {command}");
+        if let Err(f) = write_junit(path, &[verdicts::error_suite(&suite, &failure)]) {
+            eprint_diagnostics(&f.diagnostics);
+        }
+    }
+    exit::USAGE
+}
+
 /// `--junit FILE` and the name of the suite an early failure is reported under.
 fn junit_requested(command: &Command) -> Option<(std::path::PathBuf, String)> {
     let (path, suite) = match command {

@@ -22,7 +22,7 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
     let out = args
         .out
         .clone()
-        .unwrap_or_else(|| app::default_out(&args.input));
+        .map_or_else(|| app::default_out(&args.input), Ok)?;
     let w = app::write(&lock, args.templates.as_deref(), &out)?;
     eprintln!(
         "rendered {} files into {} ({} changed)",

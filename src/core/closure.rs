@@ -3,6 +3,7 @@
 //! installation report into closure entries. This module performs no I/O.
 
 pub mod conda;
+pub mod verify;
 
 use crate::core::lock::{ClosurePkg, Lock};
 use crate::core::spec::Platform;
@@ -137,6 +138,21 @@ pub fn markers(python: &str, machine: &str) -> BTreeMap<String, String> {
     .collect()
 }
 
+/// The values of an entry, for `core::rules::closure_entry`.
+pub fn values(p: &ClosurePkg) -> crate::core::rules::ClosureValues<'_> {
+    crate::core::rules::ClosureValues {
+        name: &p.name,
+        version: &p.version,
+        kind: &p.kind,
+        url: &p.url,
+        index: &p.index,
+        sha256: &p.sha256,
+        build: p.build.as_deref(),
+        subdir: p.subdir.as_deref(),
+        md5: p.md5.as_deref(),
+    }
+}
+
 /// PEP 503 name normalisation: lowercase, runs of `-_.` become one `-`.
 pub fn canonical_name(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
@@ -222,7 +238,7 @@ pub fn from_pip_report(json: &str, inputs: &Inputs) -> Result<Vec<ClosurePkg>, S
             .find(|u| url.starts_with(u.as_str()))
             .unwrap_or(&inputs.index_url)
             .clone();
-        out.push(ClosurePkg {
+        let pkg = ClosurePkg {
             name,
             version: item.metadata.version,
             kind: "pip".to_string(),
@@ -232,7 +248,11 @@ pub fn from_pip_report(json: &str, inputs: &Inputs) -> Result<Vec<ClosurePkg>, S
             md5: None,
             build: None,
             subdir: None,
-        });
+        };
+        if let Some((field, rule)) = crate::core::rules::closure_entry(values(&pkg)) {
+            return Err(conda::entered_badly(&pkg, field, rule, "pip's report"));
+        }
+        out.push(pkg);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(w) = out.windows(2).find(|w| w[0].name == w[1].name) {

@@ -4,6 +4,7 @@
 //! one exists, a hint naming a concrete working alternative. This module performs no I/O except
 //! in [`Failure::eprint`]/[`eprint_all`], which write to a caller-supplied writer.
 
+use crate::core::url::redact_text;
 use serde::Serialize;
 use std::fmt;
 use std::io::Write;
@@ -41,18 +42,35 @@ impl fmt::Display for Location {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A coded message. Printed ([`fmt::Display`]) and serialised (`--json`) with every URL's
+/// secrets redacted (`core::url::redact_text`): a message may quote what the user wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     pub code: Code,
     pub severity: Severity,
     pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub location: Option<Location>,
     /// The spec key the diagnostic is about (`target.driver`), used to find its location.
-    #[serde(skip)]
     pub field: Option<String>,
+}
+
+impl Serialize for Diagnostic {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = 3 + usize::from(self.hint.is_some()) + usize::from(self.location.is_some());
+        let mut st = s.serialize_struct("Diagnostic", fields)?;
+        st.serialize_field("code", self.code)?;
+        st.serialize_field("severity", &self.severity)?;
+        st.serialize_field("message", &redact_text(&self.message))?;
+        if let Some(h) = &self.hint {
+            st.serialize_field("hint", &redact_text(h))?;
+        }
+        if let Some(l) = &self.location {
+            st.serialize_field("location", l)?;
+        }
+        st.end()
+    }
 }
 
 impl Diagnostic {
@@ -92,12 +110,13 @@ impl Diagnostic {
 impl fmt::Display for Diagnostic {
     /// uv-style: `error[CODE]: message`, an optional `  --> file:line:col`, then `hint: ...`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}[{}]: {}", self.severity, self.code, self.message)?;
+        let message = redact_text(&self.message);
+        write!(f, "{}[{}]: {message}", self.severity, self.code)?;
         if let Some(loc) = &self.location {
             write!(f, "\n  --> {loc}")?;
         }
         if let Some(hint) = &self.hint {
-            write!(f, "\n  hint: {hint}")?;
+            write!(f, "\n  hint: {}", redact_text(hint))?;
         }
         Ok(())
     }

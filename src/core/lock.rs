@@ -175,6 +175,10 @@ pub struct Lock {
     /// sha256 of exactly what the closure's resolution depended on (`core::closure::Inputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closure_inputs: Option<String>,
+    /// sha256 of the closure's canonical entries (`core::closure::verify`): a closure edited by
+    /// hand no longer matches it (`LOCK_TAMPERED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closure_sha256: Option<String>,
     /// Every package the environment contains, sorted by kind, then name (`[lock] closure = true`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closure: Vec<ClosurePkg>,

@@ -22,5 +22,6 @@ pub mod resolve;
 pub mod rules;
 pub mod smoke;
 pub mod spec;
+pub mod url;
 pub mod verdict;
 pub mod version;

@@ -173,65 +173,171 @@ pub struct Suite<'a> {
 /// The suites as JUnit XML, one test case per check in report order. A failed required check is
 /// a `<failure>`; a warning or a failed optional check passes with its detail in `<system-out>`
 /// (prefixed `warning: `); a skipped check is `<skipped>`; a run without a report is one
-/// `<error>` case named `smoke`. No timestamps, so the output is stable.
+/// `<error>` case named `smoke`. No timestamps, so the output is stable. The document is valid
+/// under the Jenkins xunit plugin's junit-10.xsd (no `skipped` count on `<testsuites>`; line
+/// breaks in attributes written as `&#10;`), and every URL's secrets are redacted.
 pub fn junit_xml(suites: &[Suite<'_>]) -> Result<String, Failure> {
-    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-    let mut report = Report::new("envbuild");
-    for suite in suites {
-        let mut ts = TestSuite::new(suite.name.as_str());
+    let cases: Vec<Vec<Case>> = suites.iter().map(cases_of).collect();
+    let count = |c: &[Case], k: CaseKind| c.iter().filter(|c| c.kind == k).count();
+    let all: Vec<&Case> = cases.iter().flatten().collect();
+    let total = |k: CaseKind| all.iter().filter(|c| c.kind == k).count();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    out.push_str(&format!(
+        "<testsuites name=\"envbuild\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n",
+        all.len(),
+        total(CaseKind::Failure),
+        total(CaseKind::Error)
+    ));
+    for (suite, cases) in suites.iter().zip(&cases) {
+        out.push_str(&format!(
+            "    <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"",
+            attr(&suite.name),
+            cases.len(),
+            count(cases, CaseKind::Failure),
+            count(cases, CaseKind::Error),
+            count(cases, CaseKind::Skipped)
+        ));
         if let Some(t) = suite.time {
-            ts.set_time(t);
+            out.push_str(&format!(" time=\"{:.3}\"", t.as_secs_f64()));
         }
-        for (k, v) in &suite.properties {
-            ts.add_property((k.as_str(), v.as_str()));
-        }
-        match &suite.body {
-            SuiteBody::Checks(checks) => {
-                for c in *checks {
-                    let message = format!("{}: {}", c.code, c.detail);
-                    let status = match c.status {
-                        Status::Fail if c.required => {
-                            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                            s.set_message(message.as_str()).set_type(c.code.as_str());
-                            s
-                        }
-                        Status::Skip => {
-                            let mut s = TestCaseStatus::skipped();
-                            s.set_message(message.as_str()).set_type(c.code.as_str());
-                            s
-                        }
-                        _ => TestCaseStatus::success(),
-                    };
-                    let mut tc = TestCase::new(c.name.as_str(), status);
-                    tc.set_classname(suite.name.as_str());
-                    match c.status {
-                        Status::Pass => {
-                            tc.set_system_out(message);
-                        }
-                        Status::Warn => {
-                            tc.set_system_out(format!("warning: {message}"));
-                        }
-                        Status::Fail if !c.required => {
-                            tc.set_system_out(format!("warning: {message}"));
-                        }
-                        Status::Fail | Status::Skip => {}
-                    }
-                    ts.add_test_case(tc);
-                }
+        out.push_str(">\n");
+        if !suite.properties.is_empty() {
+            out.push_str("        <properties>\n");
+            for (k, v) in &suite.properties {
+                out.push_str(&format!(
+                    "            <property name=\"{}\" value=\"{}\"/>\n",
+                    attr(k),
+                    attr(v)
+                ));
             }
-            SuiteBody::Error { code, message } => {
-                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-                s.set_message(message.as_str()).set_type(*code);
-                let mut tc = TestCase::new("smoke", s);
-                tc.set_classname(suite.name.as_str());
-                ts.add_test_case(tc);
-            }
+            out.push_str("        </properties>\n");
         }
-        report.add_test_suite(ts);
+        for c in cases {
+            c.write(&suite.name, &mut out);
+        }
+        out.push_str("    </testsuite>\n");
     }
-    report
-        .to_string()
-        .map_err(|e| Failure::bug(format!("cannot write JUnit XML: {e}")))
+    out.push_str("</testsuites>\n");
+    Ok(out)
+}
+
+/// What one JUnit test case is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CaseKind {
+    Passed,
+    Failure,
+    Error,
+    Skipped,
+}
+
+/// One test case: its name, kind, the message of a failure, error or skip (with its type),
+/// and the `<system-out>` of a passed one.
+struct Case {
+    name: String,
+    kind: CaseKind,
+    message: String,
+    kind_type: String,
+    out: Option<String>,
+}
+
+impl Case {
+    fn write(&self, class: &str, out: &mut String) {
+        out.push_str(&format!(
+            "        <testcase name=\"{}\" classname=\"{}\">\n",
+            attr(&self.name),
+            attr(class)
+        ));
+        let element = match self.kind {
+            CaseKind::Failure => Some("failure"),
+            CaseKind::Error => Some("error"),
+            CaseKind::Skipped => Some("skipped"),
+            CaseKind::Passed => None,
+        };
+        if let Some(e) = element {
+            out.push_str(&format!(
+                "            <{e} message=\"{}\" type=\"{}\"/>\n",
+                attr(&self.message),
+                attr(&self.kind_type)
+            ));
+        }
+        if let Some(text) = &self.out {
+            out.push_str(&format!(
+                "            <system-out>{}</system-out>\n",
+                text_node(text)
+            ));
+        }
+        out.push_str("        </testcase>\n");
+    }
+}
+
+/// The test cases of one suite.
+fn cases_of(suite: &Suite<'_>) -> Vec<Case> {
+    match &suite.body {
+        SuiteBody::Checks(checks) => checks
+            .iter()
+            .map(|c| {
+                let message = format!("{}: {}", c.code, c.detail);
+                let (kind, out) = match c.status {
+                    Status::Fail if c.required => (CaseKind::Failure, None),
+                    Status::Skip => (CaseKind::Skipped, None),
+                    Status::Pass => (CaseKind::Passed, Some(message.clone())),
+                    Status::Warn | Status::Fail => {
+                        (CaseKind::Passed, Some(format!("warning: {message}")))
+                    }
+                };
+                Case {
+                    name: c.name.clone(),
+                    kind,
+                    message,
+                    kind_type: c.code.clone(),
+                    out,
+                }
+            })
+            .collect(),
+        SuiteBody::Error { code, message } => vec![Case {
+            name: "smoke".into(),
+            kind: CaseKind::Error,
+            message: message.clone(),
+            kind_type: code.to_string(),
+            out: None,
+        }],
+    }
+}
+
+/// Characters XML 1.0 cannot carry at all (most C0 controls): written as `\u{..}` text.
+fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{d7ff}' | '\u{e000}'..='\u{fffd}' | '\u{10000}'..)
+}
+
+/// Escape for a text node, redacted; characters XML cannot hold are shown escaped.
+fn text_node(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in crate::core::url::redact_text(s).chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c if !xml_char(c) => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escape for an attribute value, redacted: quotes, and line breaks and tabs as character
+/// references (an XML parser turns a raw one into a space).
+fn attr(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in text_node(s).chars() {
+        match c {
+            '"' => out.push_str("&quot;"),
+            '\n' => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' => out.push_str("&#9;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! The one rule per kind of value that reaches a rendered file: image references, sizes,
-//! package versions and paths. The spec and a `--table` file are checked with these where their
+//! package versions, paths and closure entries. The spec and a `--table` file are checked with these where their
 //! values enter, and `render` checks a lock with the same ones, so a lock that locks renders.
 //! This module performs no I/O.
 
@@ -114,6 +114,101 @@ pub fn is_safe_path(p: &str, absolute: bool) -> bool {
 /// a safe relative path with no empty, `.` or `..` segment, so never the project itself.
 pub fn project_subdir(p: &str) -> bool {
     is_safe_path(p, false) && p.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
+}
+
+/// The longest value a lock may carry (a wheel's URL on PyPI runs past 200 characters): the
+/// bound `render` holds every lock value to.
+pub const MAX_LOCK_VALUE_LEN: usize = 1024;
+
+/// A non-empty word of ASCII letters, digits and `extra`, no longer than a lock value may be,
+/// not starting with `-` (it would read as an option) and free of control characters.
+pub fn word(s: &str, extra: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_LOCK_VALUE_LEN
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+}
+
+/// `len` hex digits, lower case: how a lock writes a sha256 (64) or an md5 (32).
+pub fn lower_hex(s: &str, len: usize) -> bool {
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The values of one closure entry (a lock's `[[closure]]`), as the rules see them.
+#[derive(Debug, Clone, Copy)]
+pub struct ClosureValues<'a> {
+    pub name: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub url: &'a str,
+    pub index: &'a str,
+    pub sha256: &'a str,
+    pub build: Option<&'a str>,
+    pub subdir: Option<&'a str>,
+    pub md5: Option<&'a str>,
+}
+
+/// The first value of a closure entry that no rendered file could carry, as (field, what it
+/// must be): the rules `render` checks a lock's closure with, applied where an entry enters
+/// (a conda solve's record, a pip report's item) so that a lock that locks renders.
+pub fn closure_entry(p: ClosureValues<'_>) -> Option<(&'static str, &'static str)> {
+    let url_ok = |u: &str| {
+        ["https://", "http://", "file:///"]
+            .iter()
+            .any(|s| u.starts_with(s))
+    };
+    // The fields a file URL is made of first, so a bad build string is named as such.
+    let checks: [(&'static str, bool, &'static str); 10] = [
+        ("name", word(p.name, "._-"), "a package name"),
+        ("version", word(p.version, "._-+!"), "a version"),
+        (
+            "kind",
+            p.kind == "pip" || p.kind == "conda",
+            "`pip` or `conda`",
+        ),
+        (
+            "build",
+            p.build.is_none_or(|b| word(b, "._+")),
+            "a conda build string (letters, digits, `._+`)",
+        ),
+        (
+            "subdir",
+            p.subdir.is_none_or(|s| word(s, "-")),
+            "a conda subdir",
+        ),
+        (
+            "md5",
+            p.md5.is_none_or(|m| lower_hex(m, 32)),
+            "an md5 (32 lower-case hex digits)",
+        ),
+        (
+            "url",
+            url_ok(p.url) && word(p.url, "._-:/~%+=@"),
+            "a file URL of plain characters",
+        ),
+        (
+            "url",
+            p.kind != "conda" || p.url.ends_with(".conda") || p.url.ends_with(".tar.bz2"),
+            "a conda package file URL (`.conda` or `.tar.bz2`)",
+        ),
+        (
+            "index",
+            url_ok(p.index) && word(p.index, "._-:/~%+"),
+            "an index URL of plain characters",
+        ),
+        (
+            "sha256",
+            lower_hex(p.sha256, 64),
+            "a sha256 (64 lower-case hex digits)",
+        ),
+    ];
+    checks
+        .iter()
+        .find(|(_, ok, _)| !ok)
+        .map(|(field, _, rule)| (*field, *rule))
 }
 
 #[cfg(test)]

@@ -39,6 +39,10 @@ pub struct TravellingVerdict {
     /// The engine's image id (the config digest).
     pub image_id: String,
     pub lock_sha256: String,
+    /// What the image was built from (the rendered files, templates included, and the lock):
+    /// the run that skips must build exactly this. Empty in a verdict from before it was kept.
+    #[serde(default)]
+    pub content_sha256: String,
     pub variant: String,
     /// `gpu` or `cpu`: what the smoke test checked.
     pub mode: String,
@@ -56,6 +60,23 @@ pub struct TravellingVerdict {
     pub report: SmokeReport,
 }
 
+/// What a run that would skip on a verdict is: what the verdict must have been reached with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunWants<'a> {
+    pub mode: Mode,
+    /// The registry's digest of the image the tag names now.
+    pub digest: &'a str,
+    pub lock_sha256: &'a str,
+    /// What this run would build (`TravellingVerdict::content_sha256`).
+    pub content_sha256: &'a str,
+    /// sha256 of the smoke script this envbuild runs.
+    pub smoke_script_sha256: &'a str,
+    pub envbuild_version: &'a str,
+    /// In `gpu` mode, the driver and GPUs this run's containers get (`GpuIdentity::key`);
+    /// `None` when they cannot be probed (an engine on another machine): no gpu verdict holds.
+    pub gpus: Option<&'a str>,
+}
+
 /// Why a verdict from the registry does not let a run skip.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum VerdictMismatch {
@@ -68,6 +89,19 @@ pub enum VerdictMismatch {
     /// It was reached without a GPU and the run asks for one.
     CpuOnly,
     OtherLock,
+    /// Another build of the lock (other templates, other rendered files).
+    OtherContent,
+    /// Another smoke script, or another envbuild, reached it.
+    OtherTest {
+        what: &'static str,
+    },
+    /// Reached on other GPUs or another driver (or this run's cannot be probed).
+    OtherGpus {
+        verdict: String,
+        run: String,
+    },
+    /// The document contradicts itself: its mode, its report's mode and its checks disagree.
+    SelfContradicting(String),
 }
 
 impl std::fmt::Display for VerdictMismatch {
@@ -84,36 +118,99 @@ impl std::fmt::Display for VerdictMismatch {
             VerdictMismatch::OtherLock => {
                 f.write_str("the verdict is for another lock (same 12-hex tag prefix)")
             }
+            VerdictMismatch::OtherContent => f.write_str(
+                "the verdict is for another build of this lock (other templates or rendered files)",
+            ),
+            VerdictMismatch::OtherTest { what } => {
+                write!(f, "the verdict was reached by {what} than this run's")
+            }
+            VerdictMismatch::OtherGpus { verdict, run } => write!(
+                f,
+                "the verdict was reached on `{verdict}`, this run's containers get `{run}`"
+            ),
+            VerdictMismatch::SelfContradicting(why) => {
+                write!(
+                    f,
+                    "the verdict contradicts itself ({why}): it is not trusted"
+                )
+            }
         }
     }
 }
 
 impl TravellingVerdict {
-    /// Whether this verdict lets a run in `mode` skip for the image whose registry digest is
-    /// `digest`, built from the lock `lock_sha256`. A `gpu` verdict covers a `cpu` run (every
-    /// cpu check is among the gpu ones); a `cpu` verdict never covers a `gpu` run.
-    pub fn holds_for(
-        &self,
-        mode: Mode,
-        digest: &str,
-        lock_sha256: &str,
-    ) -> Result<(), VerdictMismatch> {
+    /// Whether this verdict lets `run` skip: a pass, consistent with itself, for the very
+    /// image digest, lock and build, reached by the same smoke script and envbuild, in a mode
+    /// that covers the run's (a `gpu` verdict covers a `cpu` run, every cpu check being among
+    /// the gpu ones; never the reverse) and, for a `gpu` run, on the same driver and GPUs.
+    pub fn holds_for(&self, run: &RunWants<'_>) -> Result<(), VerdictMismatch> {
         if !self.passed || !self.report.passed(self.exit_code) {
             return Err(VerdictMismatch::NotPassed);
         }
-        if self.image_digest != digest {
+        self.consistent()?;
+        if self.image_digest != run.digest {
             return Err(VerdictMismatch::OtherDigest {
                 verdict: self.image_digest.clone(),
-                image: digest.to_string(),
+                image: run.digest.to_string(),
             });
         }
-        if self.lock_sha256 != lock_sha256 {
+        if self.lock_sha256 != run.lock_sha256 {
             return Err(VerdictMismatch::OtherLock);
         }
-        if mode == Mode::Gpu && self.mode != Mode::Gpu.as_str() {
-            return Err(VerdictMismatch::CpuOnly);
+        if self.content_sha256 != run.content_sha256 {
+            return Err(VerdictMismatch::OtherContent);
+        }
+        if self.smoke_script_sha256 != run.smoke_script_sha256 {
+            return Err(VerdictMismatch::OtherTest {
+                what: "another smoke script",
+            });
+        }
+        if self.envbuild_version != run.envbuild_version {
+            return Err(VerdictMismatch::OtherTest {
+                what: "another envbuild version",
+            });
+        }
+        if run.mode == Mode::Gpu {
+            if self.mode != Mode::Gpu.as_str() {
+                return Err(VerdictMismatch::CpuOnly);
+            }
+            if run.gpus != Some(self.gpus.as_str()) {
+                return Err(VerdictMismatch::OtherGpus {
+                    verdict: self.gpus.clone(),
+                    run: run
+                        .gpus
+                        .unwrap_or("GPUs that cannot be probed from here")
+                        .to_string(),
+                });
+            }
         }
         Ok(())
+    }
+
+    /// The document agrees with itself: its mode is its report's, and the report's checks are
+    /// those of that mode (a `gpu` report used a GPU: `cuda_available` passed and no check was
+    /// skipped for cpu mode; a `cpu` report did not).
+    fn consistent(&self) -> Result<(), VerdictMismatch> {
+        let bad = |why: &str| Err(VerdictMismatch::SelfContradicting(why.to_string()));
+        if self.mode != self.report.mode {
+            return bad(&format!(
+                "it says `{}` mode, its report `{}`",
+                self.mode, self.report.mode
+            ));
+        }
+        let gpu_used =
+            self.report.checks.iter().any(|c| {
+                c.name == "cuda_available" && c.status == crate::core::report::Status::Pass
+            });
+        let cpu_skips = self.report.checks.iter().any(|c| c.code == "CPU_MODE");
+        match self.mode.as_str() {
+            "gpu" if !gpu_used || cpu_skips => {
+                bad("a gpu-mode report whose checks did not use a GPU")
+            }
+            "cpu" if gpu_used => bad("a cpu-mode report whose checks used a GPU"),
+            "gpu" | "cpu" => Ok(()),
+            other => bad(&format!("an unknown mode `{other}`")),
+        }
     }
 
     /// The label value that carries it (base64 of its JSON: no quoting issue in a `LABEL`).
@@ -150,9 +247,16 @@ mod tests {
     use super::*;
 
     fn verdict(mode: &str, status: &str) -> TravellingVerdict {
+        let cuda = if mode == "gpu" {
+            serde_json::json!({"name": "cuda_available", "status": "pass", "code": "OK",
+                               "detail": "CUDA is available", "required": true})
+        } else {
+            serde_json::json!({"name": "cuda_available", "status": "skip", "code": "CPU_MODE",
+                               "detail": "cpu mode", "required": true})
+        };
         let report: SmokeReport = serde_json::from_value(serde_json::json!({
             "schema": 1, "status": status, "mode": mode, "duration_s": 0.1,
-            "environment": {}, "checks": []
+            "environment": {}, "checks": [cuda]
         }))
         .unwrap();
         TravellingVerdict {
@@ -161,11 +265,16 @@ mod tests {
             image_digest: "sha256:aa".into(),
             image_id: "sha256:bb".into(),
             lock_sha256: "cc".into(),
+            content_sha256: "ee".into(),
             variant: "runtime".into(),
             mode: mode.into(),
             passed: status == "pass",
             exit_code: if status == "pass" { 0 } else { 1 },
-            gpus: "no GPU requested".into(),
+            gpus: if mode == "gpu" {
+                GPUS.into()
+            } else {
+                "no GPU requested".into()
+            },
             engine: VerdictEngine {
                 id: "E".into(),
                 version: "20.10".into(),
@@ -178,28 +287,47 @@ mod tests {
         }
     }
 
+    const GPUS: &str = "driver=550.54.15;gpus=GPU-a";
+
+    fn run(mode: Mode) -> RunWants<'static> {
+        RunWants {
+            mode,
+            digest: "sha256:aa",
+            lock_sha256: "cc",
+            content_sha256: "ee",
+            smoke_script_sha256: "dd",
+            envbuild_version: "0.1.0",
+            gpus: Some(GPUS),
+        }
+    }
+
     #[test]
     fn a_verdict_holds_for_its_digest_lock_and_a_mode_it_covers() {
         let gpu = verdict("gpu", "pass");
-        assert_eq!(gpu.holds_for(Mode::Gpu, "sha256:aa", "cc"), Ok(()));
-        assert_eq!(gpu.holds_for(Mode::Cpu, "sha256:aa", "cc"), Ok(()));
+        assert_eq!(gpu.holds_for(&run(Mode::Gpu)), Ok(()));
+        assert_eq!(gpu.holds_for(&run(Mode::Cpu)), Ok(()));
+        let other_digest = RunWants {
+            digest: "sha256:ab",
+            ..run(Mode::Gpu)
+        };
         assert!(matches!(
-            gpu.holds_for(Mode::Gpu, "sha256:ab", "cc"),
+            gpu.holds_for(&other_digest),
             Err(VerdictMismatch::OtherDigest { .. })
         ));
-        assert_eq!(
-            gpu.holds_for(Mode::Gpu, "sha256:aa", "cd"),
-            Err(VerdictMismatch::OtherLock)
-        );
+        let other_lock = RunWants {
+            lock_sha256: "cd",
+            ..run(Mode::Gpu)
+        };
+        assert_eq!(gpu.holds_for(&other_lock), Err(VerdictMismatch::OtherLock));
         let cpu = verdict("cpu", "pass");
-        assert_eq!(cpu.holds_for(Mode::Cpu, "sha256:aa", "cc"), Ok(()));
+        assert_eq!(cpu.holds_for(&run(Mode::Cpu)), Ok(()));
         assert_eq!(
-            cpu.holds_for(Mode::Gpu, "sha256:aa", "cc"),
+            cpu.holds_for(&run(Mode::Gpu)),
             Err(VerdictMismatch::CpuOnly)
         );
         let failed = verdict("cpu", "fail");
         assert_eq!(
-            failed.holds_for(Mode::Cpu, "sha256:aa", "cc"),
+            failed.holds_for(&run(Mode::Cpu)),
             Err(VerdictMismatch::NotPassed)
         );
         // A document claiming a pass whose report failed does not hold either.
@@ -209,9 +337,78 @@ mod tests {
             ..failed
         };
         assert_eq!(
-            lying.holds_for(Mode::Cpu, "sha256:aa", "cc"),
+            lying.holds_for(&run(Mode::Cpu)),
             Err(VerdictMismatch::NotPassed)
         );
+    }
+
+    /// A verdict is bound to the build, the smoke script, envbuild's version and the GPUs it was
+    /// reached with; one that contradicts itself (a cpu report relabelled gpu) holds for nothing.
+    #[test]
+    fn a_verdict_is_bound_to_what_produced_it_and_must_agree_with_itself() {
+        let gpu = verdict("gpu", "pass");
+        let cases: [(RunWants<'static>, &str); 5] = [
+            (
+                RunWants {
+                    content_sha256: "ef",
+                    ..run(Mode::Cpu)
+                },
+                "other build",
+            ),
+            (
+                RunWants {
+                    smoke_script_sha256: "de",
+                    ..run(Mode::Cpu)
+                },
+                "other script",
+            ),
+            (
+                RunWants {
+                    envbuild_version: "0.2.0",
+                    ..run(Mode::Cpu)
+                },
+                "other envbuild",
+            ),
+            (
+                RunWants {
+                    gpus: Some("driver=560.1;gpus=GPU-b"),
+                    ..run(Mode::Gpu)
+                },
+                "other GPUs",
+            ),
+            (
+                RunWants {
+                    gpus: None,
+                    ..run(Mode::Gpu)
+                },
+                "GPUs not probed",
+            ),
+        ];
+        for (wants, what) in cases {
+            assert!(gpu.holds_for(&wants).is_err(), "{what}");
+        }
+        let mut relabelled = verdict("cpu", "pass");
+        relabelled.mode = "gpu".into();
+        relabelled.gpus = GPUS.into();
+        assert!(matches!(
+            relabelled.holds_for(&run(Mode::Gpu)),
+            Err(VerdictMismatch::SelfContradicting(_))
+        ));
+        let mut both = verdict("cpu", "pass");
+        both.mode = "gpu".into();
+        both.report.mode = "gpu".into();
+        both.gpus = GPUS.into();
+        assert!(matches!(
+            both.holds_for(&run(Mode::Gpu)),
+            Err(VerdictMismatch::SelfContradicting(_))
+        ));
+        let mut odd = verdict("gpu", "pass");
+        odd.mode = "cpu".into();
+        odd.report.mode = "cpu".into();
+        assert!(matches!(
+            odd.holds_for(&run(Mode::Cpu)),
+            Err(VerdictMismatch::SelfContradicting(_))
+        ));
     }
 
     #[test]

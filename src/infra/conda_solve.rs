@@ -113,7 +113,14 @@ fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> 
                     REACH_HINT,
                 )
             })?;
-            out.push(repodata.into_repo_data_records(&channel));
+            // The solver matches a `channel::` spec by the channel's canonical (redacted) name:
+            // records carry the same, so a token channel's specs find its records.
+            let name = channel.canonical_name();
+            let mut records = repodata.into_repo_data_records(&channel);
+            for r in &mut records {
+                r.channel = Some(name.clone());
+            }
+            out.push(records);
         }
         if !found {
             return Err(failed(
@@ -298,6 +305,11 @@ fn match_spec(spec: &str, alias: &str) -> Result<MatchSpec, Failure> {
     }
     if let Some(c) = channel {
         let url = crate::core::closure::conda::channel_url(c, alias);
+        // A spec held from the lock names its channel with the token's placeholder.
+        let url = match crate::core::url::conda_token(alias) {
+            Some(token) => crate::core::url::with_token(&url, token),
+            None => url,
+        };
         let url = Url::parse(&format!("{url}/")).map_err(|e| bad(&e))?;
         m.channel = Some(Arc::new(Channel::from_url(url)));
     }
@@ -361,7 +373,20 @@ pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec
         ),
         other => failed(format!("the conda solve failed: {other}"), REACH_HINT),
     })?;
-    Ok(result.records.into_iter().map(solved).collect())
+    // Each record's channel as the inputs name it (the solver's is redacted).
+    let channels: std::collections::HashMap<String, String> = inputs
+        .channels
+        .iter()
+        .filter_map(|ch| {
+            let url = Url::parse(&format!("{ch}/")).ok()?;
+            Some((Channel::from_url(url).canonical_name(), ch.clone()))
+        })
+        .collect();
+    Ok(result
+        .records
+        .into_iter()
+        .map(|r| solved(r, &channels))
+        .collect())
 }
 
 /// `linux-64; __cuda 12.4, __glibc 2.28, ...`: what the solve ran for, since resolvo's own
@@ -375,20 +400,17 @@ fn target(inputs: &CondaInputs) -> String {
     format!("{}; {}", inputs.subdirs.join(" + "), virtuals.join(", "))
 }
 
-fn solved(r: RepoDataRecord) -> Solved {
+fn solved(r: RepoDataRecord, channels: &std::collections::HashMap<String, String>) -> Solved {
     let p = &r.package_record;
+    let channel = r.channel.as_deref().unwrap_or_default();
+    let channel = channels.get(channel).map_or(channel, String::as_str);
     Solved {
         name: p.name.as_normalized().to_string(),
         version: p.version.to_string(),
         build: p.build.as_str().to_string(),
         subdir: p.subdir.clone(),
         url: r.url.to_string(),
-        channel: r
-            .channel
-            .as_deref()
-            .unwrap_or_default()
-            .trim_end_matches('/')
-            .to_string(),
+        channel: channel.trim_end_matches('/').to_string(),
         sha256: p.sha256.as_ref().map(|h| hex(h)),
         md5: p.md5.as_ref().map(|h| hex(h)),
         depends: p.depends.clone(),

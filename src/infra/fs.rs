@@ -276,6 +276,68 @@ fn read_regular_no_follow(path: &Path) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
+/// A symlink at or under an output folder (`render --out`): refused, never written through.
+pub const OUTPUT_SYMLINK: Code = "OUTPUT_SYMLINK";
+
+/// Whether `path`'s folder is one of the kernel's (`/dev`, `/proc`, `/sys`, or below them),
+/// as it resolves: a spec read as `/dev/stdin` or `/proc/self/fd/0` sits in no project.
+pub fn is_system_dir(path: &Path) -> bool {
+    let dir = parent_of(path);
+    let real = std::fs::canonicalize(&dir).unwrap_or(dir);
+    ["/dev", "/proc", "/sys"]
+        .iter()
+        .any(|s| real.starts_with(s))
+}
+
+/// Write `files` (paths relative to `out`) into the folder `out`, all or nothing
+/// ([`write_all_atomic`]), refusing before anything is written a symlink at `out` itself or at
+/// any path from `out` down to a file: a symlink planted in the folder (a cloned repository's)
+/// would send a rendered file wherever it points.
+pub fn write_tree(out: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
+    let link = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false)
+    };
+    let refuse = |p: &Path, hint: String| {
+        Failure::one(
+            Diagnostic::error(
+                OUTPUT_SYMLINK,
+                format!(
+                    "`{}` is a symbolic link: envbuild does not write through links in its output folder",
+                    shown(p)
+                ),
+            )
+            .with_hint(hint),
+        )
+    };
+    if link(out) {
+        let to = std::fs::canonicalize(out).unwrap_or_else(|_| out.to_path_buf());
+        return Err(refuse(
+            out,
+            format!(
+                "pass the folder it points to (`--out {}`) if that is where the files go",
+                shown(&to)
+            ),
+        ));
+    }
+    let mut joined = Vec::with_capacity(files.len());
+    for (rel, bytes) in files {
+        let mut at = out.to_path_buf();
+        for part in rel.components() {
+            at.push(part);
+            if link(&at) {
+                return Err(refuse(
+                    &at,
+                    "remove the link (it was not written by envbuild), then render again".into(),
+                ));
+            }
+        }
+        joined.push((at, bytes.clone()));
+    }
+    write_all_atomic(&joined)
+}
+
 /// Write `contents` to `path` atomically: see [`write_all_atomic`].
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     write_all_atomic(&[(path.to_path_buf(), contents.to_vec())])
@@ -408,6 +470,17 @@ fn write_all_in_dirs(
 
 /// Stage `changed` in `root`, commit the journal, rename into place, remove the journal.
 fn commit(root: &Path, changed: &[(PathBuf, &Vec<u8>)]) -> Result<(), Failure> {
+    commit_with(root, changed, &|from, to| std::fs::rename(from, to))
+}
+
+/// [`commit`] with the rename step given (a test makes one fail). A rename that fails in this
+/// process undoes the renames before it from their backups and removes the journal: a write
+/// that reported a failure leaves the old set, and nothing for a later write to roll forward.
+fn commit_with(
+    root: &Path,
+    changed: &[(PathBuf, &Vec<u8>)],
+    rename: &dyn Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), Failure> {
     same_file_system(root, changed.iter().map(|(real, _)| real.as_path()))?;
     let mut staged = Vec::with_capacity(changed.len());
     for (real, contents) in changed {
@@ -426,6 +499,8 @@ fn commit(root: &Path, changed: &[(PathBuf, &Vec<u8>)]) -> Result<(), Failure> {
     record
         .write_all(journal.as_bytes())
         .map_err(|e| Failure::io(root, &e))?;
+    // The old files, kept (hard links: no copy) until the set is in place, for the undo.
+    let backups = backups(root, changed)?;
     // The staged temporaries must outlive this process from the commit on: keep them first (a
     // kill before the commit leaves them for the next write to remove).
     let mut renames = Vec::with_capacity(staged.len());
@@ -444,10 +519,49 @@ fn commit(root: &Path, changed: &[(PathBuf, &Vec<u8>)]) -> Result<(), Failure> {
         return Err(Failure::io(&journal_path, &e.error));
     }
     // Committed: from here on the set is written, now or by the next write's recovery.
-    for (tmp, real) in &renames {
-        std::fs::rename(tmp, real).map_err(|e| Failure::io(real, &e))?;
+    for (i, (tmp, real)) in renames.iter().enumerate() {
+        if let Err(e) = rename(tmp, real) {
+            undo(&renames[..i], &backups);
+            for (tmp, _) in &renames[i..] {
+                let _ = std::fs::remove_file(tmp);
+            }
+            let _ = std::fs::remove_file(&journal_path);
+            return Err(Failure::io(real, &e));
+        }
     }
     std::fs::remove_file(&journal_path).map_err(|e| Failure::io(&journal_path, &e))
+}
+
+/// A hard link in `root` to each destination of `changed` that exists, by destination (a
+/// temporary: the next write into the folder removes what a kill left).
+fn backups(
+    root: &Path,
+    changed: &[(PathBuf, &Vec<u8>)],
+) -> Result<Vec<Option<tempfile::TempPath>>, Failure> {
+    let mut out = Vec::with_capacity(changed.len());
+    for (real, _) in changed {
+        if !real.is_file() {
+            out.push(None);
+            continue;
+        }
+        let kept = tempfile::Builder::new()
+            .prefix(&format!("{TEMP_PREFIX}keep-"))
+            .make_in(root, |p| std::fs::hard_link(real, p))
+            .map_err(|e| Failure::io(real, &e))?;
+        out.push(Some(kept.into_temp_path()));
+    }
+    Ok(out)
+}
+
+/// Put back what the first `done` renames replaced: the old file from its backup, or no file
+/// where there was none. Best effort: the write is reported as failed either way.
+fn undo(done: &[(PathBuf, PathBuf)], backups: &[Option<tempfile::TempPath>]) {
+    for ((_, real), backup) in done.iter().zip(backups) {
+        let _ = match backup {
+            Some(b) => std::fs::rename(b, real),
+            None => std::fs::remove_file(real),
+        };
+    }
 }
 
 /// A rename cannot cross file systems: refuse, before anything is written, a set whose files
@@ -949,6 +1063,45 @@ mod tests {
 
     /// A journal is envbuild's own file, but one planted in a folder must not move files out of
     /// it, and one in an unknown format is left alone with an error, not guessed at.
+    /// A rename that fails after the commit (a destination that became a folder, a full
+    /// disk's metadata, a mount point) undoes the renames before it and leaves no journal: a
+    /// write reported as failed is never rolled forward by the next write (it was before).
+    #[test]
+    fn a_write_that_failed_after_its_commit_leaves_the_old_set_and_no_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let (a, b) = (root.join("a.txt"), root.join("b.txt"));
+        std::fs::write(&a, "old a").unwrap();
+        let new_a = b"new a".to_vec();
+        let new_b = b"new b".to_vec();
+        let changed = vec![(a.clone(), &new_a), (b.clone(), &new_b)];
+        let calls = std::cell::Cell::new(0);
+        let failing = |from: &Path, to: &Path| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 2 {
+                Err(std::io::Error::other("injected: the second rename fails"))
+            } else {
+                std::fs::rename(from, to)
+            }
+        };
+        let e = commit_with(&root, &changed, &failing).unwrap_err();
+        assert!(e.to_string().contains("injected"), "{e}");
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+        assert!(!b.exists());
+        assert!(!root.join(JOURNAL).exists(), "a journal was left");
+        assert!(
+            !recover(&root).unwrap(),
+            "the next write rolled something forward"
+        );
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+        let left: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["a.txt"]);
+    }
+
     #[test]
     fn a_journal_cannot_move_files_out_of_its_folder() {
         let dir = tempfile::tempdir().unwrap();

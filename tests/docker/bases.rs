@@ -110,6 +110,7 @@ fn proxy_build_args_reach_run_steps_and_stay_out_of_the_image() {
          && echo seen > /proxy-seen\n"
     );
     let req = envbuild::infra::docker::build::BuildRequest {
+        content_sha256: None,
         files: [("Dockerfile".to_string(), dockerfile.into_bytes())].into(),
         dockerfile: "Dockerfile".into(),
         target: String::new(),

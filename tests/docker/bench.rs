@@ -95,6 +95,7 @@ fn bench_noop_image_vs_docker_build() {
         dockerfile: "Dockerfile".into(),
         image_name: "envbuild-bench/env".into(),
         lock_hash: support::fake_lock_hash("bench-v1"),
+        content_sha256: None,
         lock_summary: "{}".into(),
     };
     let cache = tempfile::tempdir().unwrap();

@@ -163,6 +163,7 @@ fn fake_torch_with_host_ca(d: &support::Docker) -> String {
         format!("FROM {base}\nCOPY torch/ /usr/lib/python3/dist-packages/torch/\n").into_bytes(),
     );
     let req = docker::build::BuildRequest {
+        content_sha256: None,
         files,
         dockerfile: "Dockerfile".into(),
         target: String::new(),

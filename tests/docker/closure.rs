@@ -46,6 +46,7 @@ fn build_image(
         h.update([0u8]);
     }
     let req = envbuild::infra::docker::build::BuildRequest {
+        content_sha256: None,
         files,
         dockerfile: "Dockerfile".into(),
         target: String::new(),

@@ -94,6 +94,7 @@ fn build(
         envbuild::core::hash::sha256_hex(&seed)
     });
     let req = envbuild::infra::docker::build::BuildRequest {
+        content_sha256: None,
         files,
         dockerfile: "Dockerfile".into(),
         target: target.into(),
@@ -303,6 +304,8 @@ fn a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named() {
     });
     let work = tempfile::tempdir().unwrap();
     let lock_path = work.path().join("envbuild.lock");
+    // The closure was changed here: the lock's integrity hash follows it.
+    envbuild::core::closure::verify::seal(&mut lock);
     std::fs::write(&lock_path, lock.to_toml().unwrap()).unwrap();
     let spec = work.path().join("envbuild.toml");
 

@@ -152,8 +152,24 @@ impl Docker {
             .unwrap_or_else(|e| panic!("cannot tag `{image}` as `{repo}:{tag}`: {e}"));
     }
 
-    /// Remove an image (forced); a missing image is not an error.
+    /// Remove an image (forced), with the other tags of its repository on it (`envbuild image`
+    /// tags a build twice: by content and by lock); a missing image is not an error.
     pub fn remove_image(&self, image: &str) {
+        let repo = match image.rsplit_once(':') {
+            Some((r, t)) if !image.contains('@') && !t.contains('/') => Some(format!("{r}:")),
+            _ => None,
+        };
+        if let (Some(repo), Ok(info)) = (repo, self.block_on(self.client.inspect_image(image))) {
+            for tag in info.repo_tags.unwrap_or_default() {
+                if tag.starts_with(&repo) && tag != image {
+                    self.remove_one_image(&tag);
+                }
+            }
+        }
+        self.remove_one_image(image);
+    }
+
+    fn remove_one_image(&self, image: &str) {
         let opts = bollard::query_parameters::RemoveImageOptionsBuilder::default()
             .force(true)
             .build();
@@ -812,6 +828,7 @@ fn fake_cuda_torch_on(d: &Docker, base: &str, name: &str) -> String {
         h.update([0u8]);
     }
     let req = docker::build::BuildRequest {
+        content_sha256: None,
         files,
         dockerfile: "Dockerfile".into(),
         target: String::new(),

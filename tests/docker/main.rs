@@ -48,6 +48,7 @@ mod docker;
 mod learn;
 mod many;
 mod push;
+mod trust;
 
 /// A trial that runs `f`, turning a [`engine_support::Skip`] unwind into "ignored, reason".
 fn trial(name: &str, f: fn()) -> Trial {
@@ -192,5 +193,6 @@ fn main() {
     all.extend(push::trials());
     all.extend(closure::trials());
     all.extend(conda_closure::trials());
+    all.extend(trust::trials());
     libtest_mimic::run(&args, all).exit();
 }

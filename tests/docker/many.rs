@@ -147,6 +147,7 @@ fn torch_import_hangs_image(d: &support::Docker) -> String {
     );
     let dockerfile = format!("FROM {base}\nCOPY torch/ /usr/lib/python3/dist-packages/torch/\n");
     let req = docker::build::BuildRequest {
+        content_sha256: None,
         lock_hash: support::fake_lock_hash(&format!("{dockerfile}{:?}", files)),
         files: {
             files.insert("Dockerfile".into(), dockerfile.into_bytes());

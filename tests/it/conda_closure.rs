@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// by a track feature; an older tqdm than conda-forge's), `nvidia` (two cudart releases, one
 /// outside pytorch-cuda 12.4's range), `conda-forge` (python 3.11.10 needing glibc 2.34 beside
 /// 3.11.9 needing 2.17; numpy 1.x and 2.x; a newer mkl than the table's pin; noarch tqdm).
-const CHANNELS: &str = r#"[
+pub(crate) const CHANNELS: &str = r#"[
 {"channel":"pytorch","subdir":"linux-64","name":"pytorch","version":"2.5.1","build":"py3.11_cuda12.4_cudnn9.1.0_0","depends":["python >=3.11,<3.12.0a0","pytorch-cuda >=12.4,<12.5","__cuda","mkl >=2023.1.0,<2025.0a0","numpy >=1.23"]},
 {"channel":"pytorch","subdir":"linux-64","name":"pytorch","version":"2.5.1","build":"py3.11_cpu_0","track_features":["pytorch-cpu"],"depends":["python >=3.11,<3.12.0a0","mkl >=2023.1.0,<2025.0a0","numpy >=1.23"]},
 {"channel":"pytorch","subdir":"linux-64","name":"torchvision","version":"0.20.1","build":"py311_cu124","depends":["python >=3.11,<3.12.0a0","pytorch 2.5.1"]},
@@ -37,7 +37,7 @@ const CHANNELS: &str = r#"[
 
 /// A pytorch-channel spec (torch 2.5.1, pytorch-cuda 12.4) for glibc `glibc`, with `conda`
 /// extras and an optional `[target]` driver line.
-fn spec(glibc: &str, conda: &str, driver: &str) -> String {
+pub(crate) fn spec(glibc: &str, conda: &str, driver: &str) -> String {
     format!(
         "name = \"cc\"\npython = \"3.11\"\npytorch = \"2.5.1\"\npytorch-cuda = \"12.4\"\n\
          channels = [\"pytorch\", \"nvidia\", \"conda-forge\"]\nconda = [{conda}]\n\n\
@@ -45,7 +45,7 @@ fn spec(glibc: &str, conda: &str, driver: &str) -> String {
     )
 }
 
-fn lock_with(dir: &Path, alias: &str, args: &[&str]) -> std::process::Output {
+pub(crate) fn lock_with(dir: &Path, alias: &str, args: &[&str]) -> std::process::Output {
     envbuild()
         .current_dir(dir)
         .env("ENVBUILD_CONDA_CHANNEL_ALIAS", alias)
@@ -84,7 +84,7 @@ fn entry<'a>(c: &'a [(String, String, String)], name: &str) -> (&'a str, &'a str
     (e.1.as_str(), e.2.as_str())
 }
 
-const DRIVER: &str = "driver = \"550.54.15\"\ngpus = [\"A100\"]";
+pub(crate) const DRIVER: &str = "driver = \"550.54.15\"\ngpus = [\"A100\"]";
 
 #[test]
 fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {

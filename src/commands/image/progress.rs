@@ -300,6 +300,9 @@ impl Progress {
     }
 
     fn line(&mut self, text: &str) {
+        // A build's output may quote a URL with its credentials (an index pip names).
+        let text = crate::core::url::redact_text(text);
+        let text = text.as_str();
         match &self.bar {
             Some(bar) => bar.println(text),
             // A closed stderr must not stop the build.

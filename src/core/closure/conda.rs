@@ -199,23 +199,56 @@ pub fn to_closure(solved: &[Solved]) -> Result<Vec<ClosurePkg>, String> {
                 s.name, s.version, s.url
             ));
         };
-        out.push(ClosurePkg {
+        // A token in the channel's URL is the environment's, never the lock's.
+        let pkg = ClosurePkg {
             name: s.name.clone(),
             version: s.version.clone(),
             kind: "conda".into(),
-            url: s.url.clone(),
-            index: s.channel.clone(),
+            url: crate::core::url::lock_form(&s.url),
+            index: crate::core::url::lock_form(&s.channel),
             sha256,
             md5: Some(md5),
             build: Some(s.build.clone()),
             subdir: Some(s.subdir.clone()),
-        });
+        };
+        if let Some((field, rule)) = crate::core::rules::closure_entry(super::values(&pkg)) {
+            return Err(entered_badly(
+                &pkg,
+                field,
+                rule,
+                "its channel's repodata.json",
+            ));
+        }
+        out.push(pkg);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(w) = out.windows(2).find(|w| w[0].name == w[1].name) {
         return Err(format!("the solve installs `{}` twice", w[0].name));
     }
     Ok(out)
+}
+
+/// The refusal of an entry whose `field` breaks `rule` as `origin` gave it: the value shown
+/// escaped, so a line break in it cannot forge a message line.
+pub fn entered_badly(p: &ClosurePkg, field: &str, rule: &str, origin: &str) -> String {
+    let value = match field {
+        "name" => &p.name,
+        "version" => &p.version,
+        "kind" => &p.kind,
+        "url" => &p.url,
+        "index" => &p.index,
+        "sha256" => &p.sha256,
+        "build" => p.build.as_deref().unwrap_or_default(),
+        "subdir" => p.subdir.as_deref().unwrap_or_default(),
+        _ => p.md5.as_deref().unwrap_or_default(),
+    };
+    format!(
+        "`{}` {}: its {field} `{}` (from {origin}) is not {rule}; a lock never records what \
+         render would refuse",
+        crate::core::diag::printable(&p.name),
+        crate::core::diag::printable(&p.version),
+        value.chars().take(80).collect::<String>().escape_debug()
+    )
 }
 
 /// conda package names whose PyPI distribution is called otherwise. Everything else is taken

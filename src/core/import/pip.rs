@@ -31,6 +31,9 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
     if line.is_empty() || line.starts_with('#') {
         return;
     }
+    if crate::core::url::redact_text(line) != line {
+        return scan.drop_item(line, crate::core::url::CARRIES_SECRET);
+    }
     if let Some((opt, url)) = index_option(line) {
         return index(scan, line, opt, &url);
     }

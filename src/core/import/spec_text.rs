@@ -82,7 +82,7 @@ fn notes_block(i: &Pins) -> String {
             .unwrap_or_default();
         s.push_str(&format!(
             "#   {at}{}\n",
-            crate::core::diag::printable(&n.message)
+            crate::core::diag::printable(&crate::core::url::redact_text(&n.message))
         ));
     }
     s
@@ -143,7 +143,7 @@ fn top_keys(out: &mut Out, i: &Pins) {
         .channels
         .iter()
         .filter(|c| *c != "nodefaults")
-        .cloned()
+        .map(|c| crate::core::url::redact(c))
         .collect();
     let selector = f
         .pytorch_channel_selector

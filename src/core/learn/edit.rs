@@ -123,6 +123,25 @@ struct Fact {
     glibc: Option<Version>,
 }
 
+/// A report with a fact that is there but malformed is refused whole, each such fact named:
+/// learning from the rest of it would record the garbage's absence as an observation.
+fn refuse_malformed(origin: &str, report: &SmokeReport) -> Result<(), Vec<Diagnostic>> {
+    let malformed = super::malformed_facts(report);
+    if malformed.is_empty() {
+        return Ok(());
+    }
+    Err(malformed
+        .into_iter()
+        .map(|m| {
+            invalid(
+                format!("`{origin}`: {m}; the whole report is refused"),
+                "a report envbuild's smoke test wrote is never malformed: re-run the smoke \
+                 test, and learn from its own output",
+            )
+        })
+        .collect())
+}
+
 /// The report's facts, or every reason it cannot be learned from.
 fn fact_of(
     input: &ReportInput,
@@ -141,6 +160,7 @@ fn fact_of(
             "fix the environment first, or learn only from the reports that passed",
         )]);
     }
+    refuse_malformed(o, &input.report)?;
     let mut errs = Vec::new();
     let mut need =
         |what: &str, hint: &str| errs.push(invalid(format!("`{o}` does not say {what}"), hint));

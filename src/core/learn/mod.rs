@@ -154,6 +154,67 @@ impl Observed {
     }
 }
 
+/// Every fact of a report's `environment` that is there but malformed, each naming itself
+/// (`arch_list[6] = "sm_8x"`): `table learn` refuses such a report whole rather than learn
+/// from the rest of it. A fact that is absent is not malformed (`fact_of` says what is missing).
+pub fn malformed_facts(report: &SmokeReport) -> Vec<String> {
+    let env = &report.environment;
+    let mut out = Vec::new();
+    for key in ["torch", "cuda", "cudnn", "nccl", "python"] {
+        let Some(v) = env.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let ok = v.as_str().is_some_and(|s| {
+            let release = s.split('+').next().unwrap_or(s);
+            Version::parse(release).is_some()
+        });
+        if !ok {
+            out.push(format!("`{key}` = {v} is not a version"));
+        }
+    }
+    if let Some(d) = env.get("date").filter(|v| !v.is_null()) {
+        if !d.as_str().is_some_and(is_date) {
+            out.push(format!("`date` = {d} is not a YYYY-MM-DD date"));
+        }
+    }
+    for (key, ok) in [
+        ("arch_list", arch_entry as fn(&str) -> bool),
+        ("torch_wheel_tags", |t: &str| {
+            !t.trim().is_empty() && t.split('-').count() >= 3
+        }),
+    ] {
+        let Some(v) = env.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let Some(items) = v.as_array() else {
+            out.push(format!("`{key}` = {v} is not a list"));
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            if !item.as_str().is_some_and(ok) {
+                out.push(format!("`{key}[{i}]` = {item} is not an entry it can hold"));
+            }
+        }
+    }
+    out
+}
+
+/// `sm_XY`, `sm_XYa` (a variant) or `compute_XY`, as torch's arch list spells them.
+fn arch_entry(e: &str) -> bool {
+    let lower = e.trim().to_ascii_lowercase();
+    let Some(digits) = lower
+        .strip_prefix("sm_")
+        .or_else(|| lower.strip_prefix("compute_"))
+    else {
+        return false;
+    };
+    let digits = digits.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    digits.len() >= 2
+        && digits.len() <= 4
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && Cc::parse(&lower).is_some()
+}
+
 /// `sm_XY` entries (cubins) and `compute_XY` entries (PTX), each sorted without repeats.
 /// `sm_90a` counts as `sm_90`: the table records architectures, not their variants.
 pub fn split_arch(entries: &[String]) -> (Vec<Cc>, Vec<Cc>) {

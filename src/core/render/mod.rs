@@ -15,7 +15,7 @@ mod conda;
 pub mod filters;
 mod templates;
 
-pub use templates::{dump_templates, EMBEDDED};
+pub use templates::{dump_templates, EMBEDDED, TEMPLATE_BUDGET};
 
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::{BaseKind, DriverMode, Lock, LockedImage};
@@ -149,8 +149,7 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     let ctx = minijinja::Value::from(minijinja::value::Serde(&ctx));
     let mut files = BTreeMap::new();
     let render_with = |template: &str, ctx: &minijinja::Value| -> Result<String, Failure> {
-        env.get_template(template)
-            .and_then(|t| t.render(ctx))
+        templates::render_capped(&env, template, ctx)
             .map_err(|e| template_failure(template, &e, opts))
     };
     // Two forms of one template: the plain Dockerfile every builder reads, and the BuildKit
@@ -225,6 +224,10 @@ pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
 }
 
 fn template_failure(template: &str, e: &minijinja::Error, opts: &RenderOptions) -> Failure {
+    let origin = opts.overrides.as_ref().map(|o| o.origin.as_str());
+    if let Some(f) = templates::budget_failure(template, e, origin) {
+        return f;
+    }
     let detail = format!("{e:#}");
     match &opts.overrides {
         // A user's template may be wrong on its own: that is their error to fix, so exit 1.

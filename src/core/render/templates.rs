@@ -3,11 +3,102 @@
 //! Templates are compiled into the binary (`include_str!`). With `--templates DIR`, the loader
 //! looks in the team's files (read by the caller) first and falls back to the embedded copy
 //! (`add_template` would always win over a loader, so both sources live inside the loader).
-//! This module performs no I/O.
+//! Every render has a budget ([`FUEL`] instructions, [`DEPTH`] levels of calls and includes,
+//! [`MAX_OUTPUT`] bytes of output): a team's template that never ends is stopped with
+//! `TEMPLATE_BUDGET`. This module performs no I/O.
 
 use super::filters;
+use crate::core::diag::{Diagnostic, Failure};
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
 use std::collections::BTreeMap;
+
+/// A template ran out of its budget (`TEMPLATE_BUDGET`).
+pub const TEMPLATE_BUDGET: crate::core::diag::Code = "TEMPLATE_BUDGET";
+
+/// The instructions one render may run: the embedded templates need well under a tenth of it
+/// for the largest closure lock; a loop nest that never ends spends it in seconds.
+pub const FUEL: u64 = 20_000_000;
+
+/// How deep macro calls, includes and recursive loops may nest.
+pub const DEPTH: usize = 100;
+
+/// The most bytes one rendered file may have (rendered files are kilobytes).
+pub const MAX_OUTPUT: usize = 8 << 20;
+
+/// The message of a render whose output passed [`MAX_OUTPUT`].
+const OUTPUT_SPENT: &str = "the rendered output passed its size cap";
+
+/// A writer that refuses to grow past [`MAX_OUTPUT`], remembering that it did.
+struct Capped<'a> {
+    buf: &'a mut Vec<u8>,
+    over: &'a std::cell::Cell<bool>,
+}
+
+impl std::io::Write for Capped<'_> {
+    fn write(&mut self, data: &[u8]) -> Result<usize, std::io::Error> {
+        if self.buf.len() + data.len() > MAX_OUTPUT {
+            self.over.set(true);
+            return Err(std::io::Error::other(OUTPUT_SPENT));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> Result<(), std::io::Error> {
+        Ok(())
+    }
+}
+
+/// Render `name` with `ctx`, its output capped at [`MAX_OUTPUT`] (fuel and depth are the
+/// environment's).
+pub(super) fn render_capped(
+    env: &Environment<'_>,
+    name: &str,
+    ctx: &minijinja::Value,
+) -> Result<String, Error> {
+    let template = env.get_template(name)?;
+    let mut buf = Vec::new();
+    let over = std::cell::Cell::new(false);
+    let written = template.render_captured_to(
+        ctx.clone(),
+        Capped {
+            buf: &mut buf,
+            over: &over,
+        },
+    );
+    match written {
+        Err(_) if over.get() => Err(Error::new(ErrorKind::InvalidOperation, OUTPUT_SPENT)),
+        Err(e) => Err(e),
+        Ok(_) => String::from_utf8(buf)
+            .map_err(|_| Error::new(ErrorKind::InvalidOperation, "the output is not UTF-8")),
+    }
+}
+
+/// `TEMPLATE_BUDGET` when `e` is a spent budget (fuel, depth or output size) of `template`;
+/// `origin` names the `--templates` folder, `None` for the embedded set.
+pub(super) fn budget_failure(template: &str, e: &Error, origin: Option<&str>) -> Option<Failure> {
+    let detail = format!("{e:#}");
+    let what = if e.kind() == ErrorKind::OutOfFuel || detail.contains("out of fuel") {
+        format!("ran {FUEL} instructions without ending")
+    } else if detail.contains("recursion limit exceeded") {
+        format!("nested calls or includes deeper than {DEPTH} levels")
+    } else if detail.contains(OUTPUT_SPENT) {
+        format!("wrote more than {MAX_OUTPUT} bytes")
+    } else {
+        return None;
+    };
+    let from = origin.map_or("the embedded set".to_string(), |o| format!("`{o}`"));
+    Some(Failure::one(
+        Diagnostic::error(
+            TEMPLATE_BUDGET,
+            format!("template `{template}` (from {from}) {what}: it was stopped"),
+        )
+        .with_hint(
+            "a loop nest, a recursive macro or a huge repetition never finishes a file: \
+             compare the template with `envbuild templates dump DIR` and bound its loops",
+        ),
+    ))
+}
 
 /// Every embedded template: (name, text). `envbuild templates dump` writes exactly these.
 pub const EMBEDDED: &[(&str, &str)] = &[
@@ -84,6 +175,8 @@ pub(super) fn environment(
 ) -> Result<Environment<'static>, Error> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_fuel(Some(FUEL));
+    env.set_recursion_limit(DEPTH);
     env.set_auto_escape_callback(|_| AutoEscape::None);
     // Block tags on their own lines leave no blank lines behind; files keep their final newline.
     env.set_syntax(

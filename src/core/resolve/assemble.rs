@@ -62,6 +62,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         gpus: p.gpus,
         notes: p.packages.notes,
         closure_inputs: None,
+        closure_sha256: None,
         closure: Vec::new(),
     }
 }

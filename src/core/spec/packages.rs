@@ -153,6 +153,9 @@ fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<Pi
             .all(|b| b.is_ascii_alphanumeric() || b"._-/:+@%~=".contains(&b))
     };
     let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if let Some((why, _)) = crate::core::url::secret_refusal(url) {
+        return PkgParse::Invalid(format!("`{name} @ ...`: {why}"));
+    }
     if !(url.starts_with("https://") || url.starts_with("git+https://")) {
         return PkgParse::Invalid(format!(
             "`{name} @ {url}`: a direct reference must be an https:// or git+https:// URL"

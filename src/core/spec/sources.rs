@@ -38,7 +38,9 @@ pub(super) fn channels(cx: &mut Ctx, raw: &RawSpec) -> Option<Vec<String>> {
         if !cx.safe("channels", c) {
             continue;
         }
-        if !is_channel(c) {
+        if let Some((why, hint)) = crate::core::url::secret_refusal(c) {
+            cx.err(INVALID_SPEC, "channels", why, Some(hint.into()));
+        } else if !is_channel(c) {
             cx.err(
                 INVALID_SPEC,
                 "channels",
@@ -242,9 +244,15 @@ pub fn pip_location_rule(value: &str, dirs: bool) -> Result<String, (String, &'s
         ));
     };
     let host = rest.split(['/', ':']).next().unwrap_or("");
+    if let Some(refused) = crate::core::url::secret_refusal(value) {
+        return Err(refused);
+    }
     if value.contains('@') {
         return Err((
-            format!("`{value}` has credentials in its URL (`user@host`)"),
+            format!(
+                "`{}` has credentials in its URL (`user@host`)",
+                crate::core::url::redact(value)
+            ),
             "the spec, the lock and the image's files would carry them; give them to pip at build time instead (a netrc file or keyring), and write the URL without them",
         ));
     }

@@ -215,6 +215,10 @@ fn lock_opts(cx: &mut Ctx, spec: &RawSpec) -> super::LockOpts {
         if !cx.safe("lock.index-url", u) {
             return None;
         }
+        if let Some((why, hint)) = crate::core::url::secret_refusal(u) {
+            cx.err(INVALID_SPEC, "lock.index-url", why, Some(hint.into()));
+            return None;
+        }
         let local_http = ["http://127.0.0.1", "http://localhost"]
             .iter()
             .any(|p| u.strip_prefix(p).is_some_and(|r| r.is_empty() || r.starts_with([':', '/'])));

@@ -22,6 +22,9 @@ use builder::Builder;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
+/// The label naming what an image was built from (`BuildRequest::content_sha256`).
+pub const LABEL_CONTENT_SHA256: &str = "dev.envbuild.content-sha256";
+
 /// Everything needed to build one variant from already-rendered files.
 #[derive(Debug, Clone)]
 pub struct BuildRequest {
@@ -37,6 +40,10 @@ pub struct BuildRequest {
     pub variant: String,
     /// The lock's sha256, 64 lower-case hex.
     pub lock_hash: String,
+    /// sha256 of everything the build is made of (the rendered files the context is cut from,
+    /// templates included, and the lock), when known: the tag and the skip are keyed on it
+    /// (`app::image::content_sha256`); `None` keys them on the lock alone.
+    pub content_sha256: Option<String>,
     /// Compact JSON summary of the lock for the `dev.envbuild.lock-summary` label.
     pub summary: String,
     /// Extra tags (`name:tag`) to put on the image.
@@ -66,15 +73,19 @@ pub struct RegistryCache {
 }
 
 impl BuildRequest {
-    /// `NAME:VARIANT-<first 12 hex of the lock hash>`.
+    /// `NAME:VARIANT-<first 12 hex of the content hash>` (of the lock hash without one).
     pub fn primary_tag(&self) -> String {
-        let short = self.lock_hash.get(..12).unwrap_or(&self.lock_hash);
+        let id = self.content_sha256.as_deref().unwrap_or(&self.lock_hash);
+        let short = id.get(..12).unwrap_or(id);
         format!("{}:{}-{}", self.image_name, self.variant, short)
     }
 
     /// Every label the image gets.
     pub fn labels(&self) -> BTreeMap<String, String> {
         let mut l = self.extra_labels.clone();
+        if let Some(c) = &self.content_sha256 {
+            l.insert(LABEL_CONTENT_SHA256.into(), c.clone());
+        }
         l.insert(LABEL_LOCK_SHA256.into(), self.lock_hash.clone());
         l.insert(LABEL_VARIANT.into(), self.variant.clone());
         l.insert(LABEL_LOCK_SUMMARY.into(), self.summary.clone());
@@ -370,7 +381,8 @@ async fn existing_image(
 ) -> Result<Option<String>, Failure> {
     Ok(images::inspect(engine, primary).await?.and_then(|i| {
         let same = i.labels.get(LABEL_LOCK_SHA256) == Some(&req.lock_hash)
-            && i.labels.get(LABEL_VARIANT) == Some(&req.variant);
+            && i.labels.get(LABEL_VARIANT) == Some(&req.variant)
+            && i.labels.get(LABEL_CONTENT_SHA256) == req.content_sha256.as_ref();
         same.then_some(i.id)
     }))
 }
@@ -598,6 +610,7 @@ mod tests {
     #[test]
     fn primary_tag_is_content_addressed() {
         let req = BuildRequest {
+            content_sha256: None,
             files: BTreeMap::new(),
             dockerfile: "Dockerfile".into(),
             target: "runtime".into(),
