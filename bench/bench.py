@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Time envbuild commands on every spec in specs/ with the release binary.
 
-A spec with `[lock] closure = true` is locked next to a copy of its committed lock, so `lock`
-times the reuse path (closure inputs unchanged, no network), the one its target applies to.
+A spec whose committed lock holds a closure (the default) is locked next to a copy of that
+lock, so `lock` times the reuse path (closure inputs unchanged, no network, no engine: a relock
+with nothing changed), the one its target applies to.
 
 Each command runs RUNS times per spec as a fresh process (what a user or CI pays): wall time
 with time.perf_counter around the process, peak resident memory from the child's rusage.
@@ -72,7 +73,8 @@ def main():
                 argv = [BIN, cmd, spec, "--out", out_dir]
                 # A closure lock is reused when its inputs are unchanged (no network): time that
                 # path, from a copy of the committed lock.
-                if cmd == "lock" and "closure = true" in open(spec).read():
+                committed = os.path.join(os.path.dirname(spec), "envbuild.lock")
+                if cmd == "lock" and "[[closure]]" in open(committed).read():
                     os.makedirs(out_dir, exist_ok=True)
                     shutil.copy(os.path.join(os.path.dirname(spec), "envbuild.lock"), out_dir)
                 results[f"{cmd} {name}"] = measure(argv, args.runs)

@@ -29,19 +29,21 @@ pub struct Prepared {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Check `spec`'s lock (or rewrite it, with `update_lock`) and render its image for `variants`.
+/// Check `spec`'s lock (or rewrite it, with `update_lock`) and render its image for `variants`
+/// (pip pointed at `pip_mirror` when given).
 pub fn prepare(
     table: &crate::core::compat::Table,
     spec: &Path,
     update_lock: bool,
     variants: &[String],
     templates: Option<&Path>,
+    pip_mirror: Option<&str>,
 ) -> Result<Prepared, Failure> {
     let checked = check_lock(table, spec, update_lock)?;
     let Some(lock) = checked.lock else {
         return Err(Failure::new(checked.diagnostics));
     };
-    let rendered = rendered_image(&lock, variants, templates, spec)?;
+    let rendered = rendered_image(&lock, variants, templates, spec, pip_mirror)?;
     Ok(Prepared {
         lock,
         rendered,

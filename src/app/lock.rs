@@ -23,6 +23,8 @@ pub struct LockRequest<'a> {
     pub upgrade_packages: &'a [String],
     /// Never run the closure resolver (no network): reuse the closure on disk or fail.
     pub offline: bool,
+    /// `--no-closure`: the table-level lock, whatever `[lock] closure` says.
+    pub no_closure: bool,
 }
 
 /// How a lock run ended. Every variant carries every diagnostic (warnings included).
@@ -51,20 +53,6 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         Ok(l) => l,
         Err(diagnostics) => return Ok(LockOutcome::Refused { diagnostics }),
     };
-    if !req.upgrade_packages.is_empty() && !loaded.spec.lock.closure {
-        return Err(Failure::usage(
-            format!(
-                "--upgrade-package {}: {} locks no closure, so there is no package to move alone",
-                req.upgrade_packages.join(" "),
-                crate::core::diag::shown(req.spec)
-            ),
-            Some(
-                "change the package's pin in the spec and run `envbuild lock`; \
-                 `--upgrade-package` moves one package of a closure lock (`[lock] closure = true`)"
-                    .into(),
-            ),
-        ));
-    }
     let res = resolve_loaded(&loaded, table);
     let mut diagnostics = res.diagnostics;
     let Some(mut lock) = res
@@ -77,7 +65,34 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         Some(_) => lock_path(req.spec, req.out),
         None => super::beside_input(req.spec, crate::core::lock::FILE_NAME)?,
     };
-    if loaded.spec.lock.is_full() {
+    let mut spec = loaded.spec;
+    if req.no_closure {
+        spec.lock = spec.lock.without_closure();
+        // Only a closure pins a range: without one, the lock would hold what render refuses.
+        let ranges = unpinned_ranges(&spec);
+        if !ranges.is_empty() {
+            diagnostics.extend(ranges);
+            return Ok(LockOutcome::Refused { diagnostics });
+        }
+    }
+    if !req.upgrade_packages.is_empty() && !spec.lock.closure {
+        return Err(Failure::usage(
+            format!(
+                "--upgrade-package {}: --upgrade-package moves packages of the closure, and this \
+                 lock has none",
+                req.upgrade_packages.join(" ")
+            ),
+            Some(
+                "drop --upgrade-package (and --no-closure, or `closure = false` in [lock]); to \
+                 move a package of a table-level lock, change its pin in the spec"
+                    .into(),
+            ),
+        ));
+    }
+    if let Some(why) = &spec.lock.closure_off {
+        lock.notes.push(why.clone());
+    }
+    if spec.lock.is_full() {
         let mode = if req.locked || req.offline {
             ClosureMode::Offline {
                 why: if req.locked { "--locked" } else { "--offline" },
@@ -99,9 +114,12 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
                 return Ok(LockOutcome::Refused { diagnostics });
             }
         }
-        if let Some(d) = attach_full_from(&mut lock, &loaded.spec, table, &on_disk, mode)? {
-            diagnostics.push(d);
-            return Ok(LockOutcome::Refused { diagnostics });
+        match attach_full_from(&mut lock, &spec, table, &on_disk, mode)? {
+            Ok(warnings) => diagnostics.extend(warnings),
+            Err(d) => {
+                diagnostics.push(d);
+                return Ok(LockOutcome::Refused { diagnostics });
+            }
         }
     }
     // What a resolver gave (or the lock on disk kept) is checked as `render` checks a lock:
@@ -155,6 +173,29 @@ pub fn written_lock_problems(lock: &Lock) -> Vec<Diagnostic> {
         out.extend(f.diagnostics);
     }
     out
+}
+
+/// `--no-closure` on a spec with ranges (`einops>=0.8`): one `UNPINNED_VERSION` per range.
+fn unpinned_ranges(spec: &crate::core::spec::Spec) -> Vec<Diagnostic> {
+    let pip = spec
+        .pip
+        .iter()
+        .filter(|p| p.is_range())
+        .map(|p| p.requirement());
+    let conda = spec
+        .conda
+        .iter()
+        .filter(|c| c.is_range())
+        .map(|c| c.match_spec());
+    pip.chain(conda)
+        .map(|r| {
+            Diagnostic::error(
+                crate::core::spec::codes::UNPINNED_VERSION,
+                format!("`{r}` is a range, and only a closure pins a range: --no-closure has none"),
+            )
+            .with_hint("lock with the closure (drop --no-closure), or pin an exact version")
+        })
+        .collect()
 }
 
 /// `--locked`: `None` when the lock at `path` is `text` byte for byte; otherwise `LOCK_MISSING`
@@ -285,16 +326,19 @@ impl<'a> OnDisk<'a> {
     }
 }
 
-/// A full lock (`LockOpts::is_full`): the closure when the spec asks for one, then the base
-/// image's digest when it wants one, both reused from the lock at `path` when it still holds.
-/// `Ok(Some(d))` is a refusal to report.
+/// What giving a lock its full parts ended in: `Ok` with the warnings to report (a base digest
+/// no registry gave, when the spec did not ask for it), or `Err` with the refusal to report.
+pub type Attached = Result<Vec<Diagnostic>, Diagnostic>;
+
+/// A full lock (`LockOpts::is_full`): the closure when the spec asks for one, and the base
+/// image's digest when it wants one, both reused from the lock at `path` when they still hold.
 pub fn attach_full(
     lock: &mut Lock,
     spec: &crate::core::spec::Spec,
     table: &Table,
     path: &Path,
     mode: ClosureMode<'_>,
-) -> Result<Option<Diagnostic>, Failure> {
+) -> Result<Attached, Failure> {
     attach_full_from(lock, spec, table, &OnDisk::read(path), mode)
 }
 
@@ -305,17 +349,43 @@ pub fn attach_full_from(
     table: &Table,
     on_disk: &OnDisk<'_>,
     mode: ClosureMode<'_>,
-) -> Result<Option<Diagnostic>, Failure> {
-    if spec.lock.closure {
-        if let Some(d) = attach_closure(lock, spec, table, on_disk, mode)? {
-            return Ok(Some(d));
+) -> Result<Attached, Failure> {
+    attach_full_with(lock, spec, table, on_disk, mode, &EngineDigests)
+}
+
+/// `attach_full_from` asking `digests` for the base image's digest. What can fail fast is
+/// checked first (the closure's plan, its git references, `--upgrade-package`'s names, whether
+/// a resolution is needed and allowed, the resolver's presence, the digest), the resolution
+/// last, so a spec that cannot lock never waits for the network.
+fn attach_full_with(
+    lock: &mut Lock,
+    spec: &crate::core::spec::Spec,
+    table: &Table,
+    on_disk: &OnDisk<'_>,
+    mode: ClosureMode<'_>,
+    digests: &dyn DigestSource,
+) -> Result<Attached, Failure> {
+    let step = if spec.lock.closure {
+        match plan_closure(lock, spec, table, on_disk, mode)? {
+            Ok(step) => Some(step),
+            Err(refusal) => return Ok(Err(refusal)),
         }
-        crate::core::closure::verify::seal(lock);
-    }
+    } else {
+        None
+    };
+    let mut warnings = Vec::new();
     if spec.lock.wants_base_digest() {
-        return attach_base_digest(lock, on_disk, mode, &EngineDigests);
+        let required = spec.lock.requires_base_digest();
+        match attach_base_digest(lock, on_disk, mode, digests, required)? {
+            Ok(w) => warnings.extend(w),
+            Err(refusal) => return Ok(Err(refusal)),
+        }
     }
-    Ok(None)
+    if let Some(step) = step {
+        step.run(lock, spec)?;
+    }
+    crate::core::closure::verify::seal(lock);
+    Ok(Ok(warnings))
 }
 
 /// What a closure is resolved from: a wheel environment's pip inputs, or a conda
@@ -363,14 +433,75 @@ impl Plan {
         }
     }
 
-    /// Run the resolver(s); `held` keeps every package of the lock on disk but the ones
-    /// `--upgrade-package` names at its locked version (and build, for conda).
-    fn resolve(&self, held: &Held) -> Result<Vec<crate::core::lock::ClosurePkg>, Failure> {
-        use crate::infra::pip_resolve;
+    /// The pip inputs, when the closure has a pip part (uv resolves it).
+    fn pip(&self) -> Option<&crate::core::closure::Inputs> {
         match self {
-            Plan::Pip(i) => pip_resolve::resolve(&pip_resolve::interpreter(), i, &held.pip, &[]),
-            Plan::Conda(e, alias) => resolve_conda(e, alias, held),
+            Plan::Pip(i) => Some(i),
+            Plan::Conda(e, _) => e.pip.as_ref(),
         }
+    }
+
+    /// Run the resolver(s); `held` keeps every package of the lock on disk but the ones
+    /// `--upgrade-package` names at its locked version (and build, for conda). The closure,
+    /// and the tool that resolved its pip part.
+    fn resolve(
+        &self,
+        held: &Held,
+        uv: Option<&Path>,
+    ) -> Result<(Vec<crate::core::lock::ClosurePkg>, Option<String>), Failure> {
+        use crate::infra::uv_resolve;
+        match (self, uv) {
+            (Plan::Pip(i), Some(uv)) => {
+                let r = uv_resolve::resolve(uv, i, &held.pip, &[])?;
+                Ok((r.closure, Some(r.resolver)))
+            }
+            (Plan::Conda(e, alias), uv) => resolve_conda(e, alias, held, uv),
+            (Plan::Pip(_), None) => Err(Failure::bug("a pip closure planned without uv")),
+        }
+    }
+}
+
+/// How the closure of a lock is obtained, decided before anything slow runs.
+enum ClosureStep {
+    /// The closure on disk, resolved from the same inputs.
+    Reuse {
+        closure: Vec<crate::core::lock::ClosurePkg>,
+        resolver: Option<String>,
+        hash: String,
+    },
+    /// A fresh resolution (uv found already when the closure has a pip part).
+    Resolve {
+        plan: Box<Plan>,
+        held: Held,
+        uv: Option<std::path::PathBuf>,
+        hash: String,
+    },
+}
+
+impl ClosureStep {
+    /// Give `lock` the closure, resolving it first when it must be.
+    fn run(self, lock: &mut Lock, spec: &crate::core::spec::Spec) -> Result<(), Failure> {
+        let (closure, resolver, hash) = match self {
+            ClosureStep::Reuse {
+                closure,
+                resolver,
+                hash,
+            } => (closure, resolver, hash),
+            ClosureStep::Resolve {
+                plan,
+                held,
+                uv,
+                hash,
+            } => {
+                let (closure, resolver) = plan.resolve(&held, uv.as_deref())?;
+                (closure, resolver, hash)
+            }
+        };
+        pin_ranges(lock, spec, &closure);
+        lock.closure_inputs = Some(hash);
+        lock.closure = closure;
+        lock.closure_resolver = resolver;
+        Ok(())
     }
 }
 
@@ -382,9 +513,10 @@ fn resolve_conda(
     env: &crate::core::closure::conda::EnvInputs,
     alias: &str,
     held: &Held,
-) -> Result<Vec<crate::core::lock::ClosurePkg>, Failure> {
-    use crate::core::closure::{codes::CLOSURE_RESOLVE_FAILED, conda, markers};
-    use crate::infra::{conda_solve, pip_resolve};
+    uv: Option<&Path>,
+) -> Result<(Vec<crate::core::lock::ClosurePkg>, Option<String>), Failure> {
+    use crate::core::closure::{codes::CLOSURE_RESOLVE_FAILED, conda};
+    use crate::infra::{conda_solve, uv_resolve};
     let solved = conda_solve::resolve(&env.conda, alias, &held.conda)?;
     let entries = conda::to_closure(&solved).map_err(|m| {
         Failure::one(Diagnostic::error(CLOSURE_RESOLVE_FAILED, m).with_hint(
@@ -392,38 +524,33 @@ fn resolve_conda(
         ))
     })?;
     let provided = conda::python_provided(&solved);
-    let pip = match &env.pip {
-        None => Vec::new(),
-        Some(inputs) => {
+    let (pip, resolver) = match (&env.pip, uv) {
+        (Some(inputs), Some(uv)) => {
             let mut inputs = inputs.clone();
-            // pip resolves for the Python conda chose (`3.12` in the spec is `3.12.7` here).
+            // uv resolves for the Python conda chose (`3.12` in the spec is `3.12.7` here).
             if let Some(py) = solved.iter().find(|s| s.name == "python") {
-                let machine = inputs
-                    .markers
-                    .get("platform_machine")
-                    .cloned()
-                    .unwrap_or_default();
-                inputs.markers = markers(&py.version, &machine);
                 inputs.python = py.version.clone();
             }
             let installed = conda::pip_installed(&provided);
-            pip_resolve::resolve(&pip_resolve::interpreter(), &inputs, &held.pip, &installed)?
+            let r = uv_resolve::resolve(uv, &inputs, &held.pip, &installed)?;
+            (r.closure, Some(r.resolver))
         }
+        _ => (Vec::new(), None),
     };
-    Ok(conda::merge(entries, pip, &provided))
+    Ok((conda::merge(entries, pip, &provided), resolver))
 }
 
-/// Give `lock` its closure (`[lock] closure = true`): the one in the lock at `path` when it was
-/// resolved from the same inputs, else (mode permitting) a fresh resolution for the target.
-/// `Ok(Some(d))` is a refusal to report.
-fn attach_closure(
-    lock: &mut Lock,
+/// Decide how `lock` gets its closure (`[lock] closure`, on by default): the one in the lock
+/// on disk when it was resolved from the same inputs, else (mode permitting) a fresh resolution
+/// for the target. Nothing slow runs here; `Ok(Err(d))` is a refusal to report.
+fn plan_closure(
+    lock: &Lock,
     spec: &crate::core::spec::Spec,
     table: &Table,
     on_disk: &OnDisk<'_>,
     mode: ClosureMode<'_>,
-) -> Result<Option<Diagnostic>, Failure> {
-    use crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION;
+) -> Result<Result<ClosureStep, Diagnostic>, Failure> {
+    use crate::core::closure::codes::{CLOSURE_NEEDS_RESOLUTION, CLOSURE_NEEDS_WHEEL};
     let path = on_disk.path;
     // The alias is read only for a conda environment (a wheel lock never depends on it).
     let alias = if lock.install.conda.is_empty() {
@@ -434,12 +561,24 @@ fn attach_closure(
     let plan = match Plan::of(lock, spec, table, &alias) {
         Ok(p) => p,
         Err(m) => {
-            return Ok(Some(
-                Diagnostic::error(crate::core::spec::codes::CLOSURE_UNSUPPORTED, m)
-                    .with_hint("remove `closure = true` from [lock]"),
-            ))
+            return Ok(Err(Diagnostic::error(
+                crate::core::spec::codes::CLOSURE_UNSUPPORTED,
+                m,
+            )
+            .with_hint("set `closure = false` in [lock]")))
         }
     };
+    if let Some(git) = plan.pip().and_then(|i| i.git_references().first().copied()) {
+        return Ok(Err(Diagnostic::error(
+            CLOSURE_NEEDS_WHEEL,
+            format!(
+                "`{git}` is a git reference: a closure locks each package's wheel by its sha256, \
+                 and a git checkout has neither (its metadata could only be read by building it \
+                 here, which envbuild never does)"
+            ),
+        )
+        .with_hint(crate::core::closure::NEEDS_WHEEL_HINT)));
+    }
     let hash = plan.hash();
     // A lock on disk that cannot be read is resolved afresh (its closure cannot be trusted).
     let on_disk = on_disk.lock.as_ref();
@@ -458,24 +597,35 @@ fn attach_closure(
         } => !upgrade && upgrade_packages.is_empty(),
         ClosureMode::Offline { .. } => true,
     };
-    let closure = match (old, mode) {
-        (Some(o), _) if reuse => o.closure.clone(),
+    Ok(Ok(match (old, mode) {
+        (Some(o), _) if reuse => ClosureStep::Reuse {
+            closure: o.closure.clone(),
+            resolver: o.closure_resolver.clone(),
+            hash,
+        },
         (_, ClosureMode::Offline { why }) => {
-            return Ok(Some(Diagnostic::error(
+            return Ok(Err(Diagnostic::error(
                 CLOSURE_NEEDS_RESOLUTION,
                 format!(
                     "{} has no closure resolved from this spec's inputs (requirements, indexes, channels, Python, platform), and {why} does not run the resolver",
                     crate::core::diag::shown(path)
                 ),
             )
-            .with_hint("run `envbuild lock` (it resolves the closure on the network: pip for wheels, the conda solver for channels) and commit the lock")));
+            .with_hint("run `envbuild lock` (it resolves the closure on the network: uv for wheels, the conda solver for channels) and commit the lock, or lock without it (`envbuild lock --no-closure`)")));
         }
-        _ => plan.resolve(&held)?,
-    };
-    pin_ranges(lock, spec, &closure);
-    lock.closure_inputs = Some(hash);
-    lock.closure = closure;
-    Ok(None)
+        _ => {
+            let uv = match plan.pip() {
+                Some(_) => Some(crate::infra::uv_resolve::find()?),
+                None => None,
+            };
+            ClosureStep::Resolve {
+                plan: Box::new(plan),
+                held,
+                uv,
+                hash,
+            }
+        }
+    }))
 }
 
 /// A range in the spec (`einops>=0.8`, `pandas>=2,<3`) is pinned by the closure: the lock's
@@ -547,11 +697,36 @@ fn held_back(on_disk: Option<&Lock>, names: &[String]) -> Result<Held, Failure> 
     Ok(held)
 }
 
+/// Why there is no digest to pin a base image by: a short reason the lock may record (the
+/// same words on every machine), and what the engine or registry said (shown, not recorded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoDigest {
+    pub reason: String,
+    pub detail: Option<String>,
+}
+
+impl NoDigest {
+    pub fn new(reason: impl Into<String>) -> NoDigest {
+        NoDigest {
+            reason: reason.into(),
+            detail: None,
+        }
+    }
+
+    /// The reason with its detail, for a message.
+    pub fn shown(&self) -> String {
+        match &self.detail {
+            Some(d) => format!("{} ({d})", self.reason),
+            None => self.reason.clone(),
+        }
+    }
+}
+
 /// Asks for a base image's digest (the engine, or a stand-in in tests).
 pub trait DigestSource {
     /// The digest `FROM image@digest` should name; `Ok(Err(why))` when there is none to pin
     /// the image by.
-    fn digest(&self, image: &str) -> Result<Result<String, String>, Failure>;
+    fn digest(&self, image: &str) -> Result<Result<String, NoDigest>, Failure>;
 }
 
 /// The Docker engine: the registry's digest (distribution inspect, no pull), else the local
@@ -559,7 +734,7 @@ pub trait DigestSource {
 pub struct EngineDigests;
 
 impl DigestSource for EngineDigests {
-    fn digest(&self, image: &str) -> Result<Result<String, String>, Failure> {
+    fn digest(&self, image: &str) -> Result<Result<String, NoDigest>, Failure> {
         use crate::infra::docker::{connect, images, runtime};
         let found = runtime()?.block_on(async {
             let engine = connect().await?;
@@ -567,77 +742,145 @@ impl DigestSource for EngineDigests {
         })?;
         Ok(match found {
             Ok((d, images::DigestSource::Registry | images::DigestSource::Local)) => Ok(d),
-            Ok((id, images::DigestSource::LocalOnly)) => Err(format!(
-                "`{image}` is only on this engine (image {id}, no registry digest): a build \
-                 cannot name it by digest"
-            )),
-            Err(registry) => Err(format!(
-                "neither the registry nor the Docker engine has `{image}` (the registry, asked \
-                 through the engine: {registry})"
-            )),
+            Ok((id, images::DigestSource::LocalOnly)) => Err(NoDigest {
+                reason: format!(
+                    "`{image}` is only on this engine, with no registry digest: a build cannot                      name it by digest"
+                ),
+                detail: Some(format!("image {id}")),
+            }),
+            Err(registry) => Err(NoDigest {
+                reason: format!("neither the registry nor the Docker engine has `{image}`"),
+                detail: Some(format!("the registry, asked through the engine: {registry}")),
+            }),
         })
     }
 }
 
-/// Give `lock` its base image's digest (a full lock: `[lock] closure = true`): the lock on
-/// disk's when it was taken for the same base (no engine call), else (mode permitting) a fresh
-/// one from `source`; `--upgrade` always asks again. `Ok(Some(d))` is a refusal to report.
+/// Give `lock` its base image's digest (a full lock): the lock on disk's when it was taken for
+/// the same base (no engine call), or the reason it recorded for having none; else (mode
+/// permitting) a fresh answer from `source`; `--upgrade` always asks again (and keeps the
+/// digest it has when no answer comes). A digest the registry does not give is a refusal when
+/// `required` (`[lock] base-digest = true`), else a warning whose reason the lock records
+/// (`base_digest_unavailable`). `Ok(Err(d))` is a refusal.
 fn attach_base_digest(
     lock: &mut Lock,
     on_disk: &OnDisk<'_>,
     mode: ClosureMode<'_>,
     source: &dyn DigestSource,
-) -> Result<Option<Diagnostic>, Failure> {
-    let path = on_disk.path;
+    required: bool,
+) -> Result<Attached, Failure> {
     use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
+    let path = on_disk.path;
     // A base named by digest in the spec is pinned already.
     if lock.image.base.contains('@') {
-        return Ok(None);
+        return Ok(Ok(Vec::new()));
     }
-    let on_disk = on_disk
+    let same_base = on_disk
         .lock
         .as_ref()
-        .filter(|o| o.image.base == lock.image.base)
-        .and_then(|o| o.image.base_digest.clone());
+        .filter(|o| o.image.base == lock.image.base);
     let upgrade = matches!(mode, ClosureMode::Resolve { upgrade: true, .. });
-    let digest = match (on_disk, mode) {
-        (Some(d), _) if !upgrade => d,
-        (_, ClosureMode::Offline { why }) => {
-            return Ok(Some(
-                Diagnostic::error(
-                    crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION,
-                    format!(
-                        "{} has no digest for the base image `{}`, and {why} does not ask the registry",
-                        crate::core::diag::shown(path),
-                        lock.image.base
-                    ),
-                )
-                .with_hint("run `envbuild lock` (it asks the Docker engine for the digest) and commit the lock"),
-            ))
+    if !upgrade {
+        if let Some(d) = same_base.and_then(|o| o.image.base_digest.clone()) {
+            return Ok(checked_digest(lock, d, required).map(Vec::from_iter));
         }
-        _ => match source.digest(&lock.image.base)? {
-            Ok(d) => d,
-            Err(why) => {
-                return Ok(Some(Diagnostic::error(BASE_DIGEST_UNAVAILABLE, why).with_hint(
-                    "push the base image to a registry the engine can reach (or pull it once), \
-                     or set `base-digest = false` in [lock] to build from the tag",
-                )))
-            }
-        },
-    };
-    // The digest is written into the Dockerfile: only a sha256 one is taken.
-    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
-    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Ok(Some(Diagnostic::error(
-            BASE_DIGEST_UNAVAILABLE,
+        if let Some(why) = same_base
+            .and_then(|o| o.image.base_digest_unavailable.clone())
+            .filter(|_| !required)
+        {
+            lock.image.base_digest_unavailable = Some(why);
+            return Ok(Ok(Vec::new()));
+        }
+    }
+    if let ClosureMode::Offline { why } = mode {
+        return Ok(Err(Diagnostic::error(
+            crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION,
             format!(
-                "the digest given for `{}` is not a sha256 digest",
+                "{} has no digest for the base image `{}`, and {why} does not ask the registry",
+                crate::core::diag::shown(path),
                 lock.image.base
             ),
+        )
+        .with_hint(
+            "run `envbuild lock` (it asks the Docker engine for the digest) and commit the lock",
         )));
     }
-    lock.image.base_digest = Some(digest);
-    Ok(None)
+    let answer = match source.digest(&lock.image.base) {
+        Ok(a) => a,
+        Err(f) if !required => Err(NoDigest {
+            reason: "no Docker engine answered".to_string(),
+            detail: f.diagnostics.first().map(|d| d.message.clone()),
+        }),
+        Err(f) => return Err(f),
+    };
+    match answer {
+        Ok(d) => Ok(checked_digest(lock, d, required).map(Vec::from_iter)),
+        Err(why) if required => Ok(Err(Diagnostic::error(BASE_DIGEST_UNAVAILABLE, why.shown())
+            .with_hint(
+                "push the base image to a registry the engine can reach (or pull it once), \
+                 or set `base-digest = false` in [lock] to build from the tag",
+            ))),
+        // `--upgrade` that gets no answer keeps the digest the lock has (it still names the
+        // image it was taken for), and says so.
+        Err(why) => match same_base.and_then(|o| o.image.base_digest.clone()) {
+            Some(kept) => {
+                let shown = why.shown();
+                let keep = Diagnostic::warning(
+                    BASE_DIGEST_UNAVAILABLE,
+                    format!(
+                        "no new digest for the base image `{}`: {shown}; the lock keeps the one \
+                         it has",
+                        lock.image.base
+                    ),
+                );
+                Ok(checked_digest(lock, kept, required)
+                    .map(|w| w.into_iter().chain([keep]).collect()))
+            }
+            None => Ok(Ok(vec![unavailable(lock, why)])),
+        },
+    }
+}
+
+/// The digest's form: only `sha256:<64 hex>` is written into a Dockerfile. An odd one is a
+/// refusal when the digest is required, else recorded as unavailable (the warning).
+fn checked_digest(
+    lock: &mut Lock,
+    digest: String,
+    required: bool,
+) -> Result<Option<Diagnostic>, Diagnostic> {
+    use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
+    let hex = digest.strip_prefix("sha256:").unwrap_or_default();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        lock.image.base_digest = Some(digest);
+        return Ok(None);
+    }
+    let why = NoDigest::new(format!(
+        "the digest given for `{}` is not a sha256 digest",
+        lock.image.base
+    ));
+    if required {
+        return Err(Diagnostic::error(BASE_DIGEST_UNAVAILABLE, why.reason));
+    }
+    Ok(Some(unavailable(lock, why)))
+}
+
+/// Record why the base has no digest, and the warning that says so.
+fn unavailable(lock: &mut Lock, why: NoDigest) -> Diagnostic {
+    let d = Diagnostic::warning(
+        crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE,
+        format!(
+            "no digest for the base image `{}`: {}; the lock records this \
+             (`base_digest_unavailable`) and the build names the tag",
+            lock.image.base,
+            why.shown()
+        ),
+    )
+    .with_hint(
+        "where a registry answers, `envbuild lock --upgrade` asks again; `[lock] base-digest = \
+         true` makes a missing digest an error, `base-digest = false` stops asking",
+    );
+    lock.image.base_digest_unavailable = Some(why.reason);
+    d
 }
 
 #[cfg(test)]
@@ -647,18 +890,18 @@ mod tests {
 
     /// A registry answering `digest` and counting the questions.
     struct Fake {
-        digest: Result<String, String>,
+        digest: Result<String, NoDigest>,
         asked: Cell<u32>,
     }
 
     impl DigestSource for Fake {
-        fn digest(&self, _image: &str) -> Result<Result<String, String>, Failure> {
+        fn digest(&self, _image: &str) -> Result<Result<String, NoDigest>, Failure> {
             self.asked.set(self.asked.get() + 1);
             Ok(self.digest.clone())
         }
     }
 
-    fn fake(d: Result<String, String>) -> Fake {
+    fn fake(d: Result<String, NoDigest>) -> Fake {
         Fake {
             digest: d,
             asked: Cell::new(0),
@@ -690,24 +933,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("envbuild.lock");
         let offline = ClosureMode::Offline { why: "--locked" };
+        let ask = |lock: &mut Lock, mode, f: &Fake| {
+            attach_base_digest(lock, &OnDisk::read(&path), mode, f, false).unwrap()
+        };
 
         // No lock on disk: offline refuses without asking.
         let f = fake(Ok(sha("a")));
         let mut lock = example();
-        let d = attach_base_digest(&mut lock, &OnDisk::read(&path), offline, &f)
-            .unwrap()
-            .unwrap();
+        let d = ask(&mut lock, offline, &f).unwrap_err();
         assert_eq!(
             d.code,
             crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION
         );
         assert_eq!((f.asked.get(), lock.image.base_digest.clone()), (0, None));
 
-        assert!(
-            attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &f)
-                .unwrap()
-                .is_none()
-        );
+        assert_eq!(ask(&mut lock, RESOLVE, &f), Ok(vec![]));
         assert_eq!(
             (f.asked.get(), lock.image.base_digest.clone()),
             (1, Some(sha("a")))
@@ -718,41 +958,100 @@ mod tests {
         let f = fake(Ok(sha("b")));
         for mode in [RESOLVE, offline] {
             let mut again = example();
-            assert!(
-                attach_base_digest(&mut again, &OnDisk::read(&path), mode, &f)
-                    .unwrap()
-                    .is_none()
-            );
+            assert_eq!(ask(&mut again, mode, &f), Ok(vec![]));
             assert_eq!(again.image.base_digest, Some(sha("a")));
         }
         assert_eq!(f.asked.get(), 0);
         let mut up = example();
-        assert!(
-            attach_base_digest(&mut up, &OnDisk::read(&path), UPGRADE, &f)
-                .unwrap()
-                .is_none()
-        );
+        assert_eq!(ask(&mut up, UPGRADE, &f), Ok(vec![]));
         assert_eq!((f.asked.get(), up.image.base_digest), (1, Some(sha("b"))));
+
+        // --upgrade with no answer keeps the digest the lock has, and warns.
+        let mut kept = example();
+        let gone = fake(Err(NoDigest::new("the registry is down")));
+        let w = ask(&mut kept, UPGRADE, &gone).unwrap();
+        assert_eq!(kept.image.base_digest, Some(sha("a")));
+        assert!(
+            w.len() == 1 && w[0].message.contains("keeps the one it has"),
+            "{w:?}"
+        );
 
         // Another base: the old digest is not taken for it.
         let mut other = example();
         other.image.base = "registry.example/team/base:1".into();
-        let d = attach_base_digest(&mut other, &OnDisk::read(&path), offline, &f)
-            .unwrap()
-            .unwrap();
+        let d = ask(&mut other, offline, &f).unwrap_err();
         assert_eq!(
             d.code,
             crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION
         );
-        assert!(
-            attach_base_digest(&mut other, &OnDisk::read(&path), RESOLVE, &f)
-                .unwrap()
-                .is_none()
-        );
+        assert_eq!(ask(&mut other, RESOLVE, &f), Ok(vec![]));
         assert_eq!(
             (f.asked.get(), other.image.base_digest),
             (2, Some(sha("b")))
         );
+    }
+
+    /// A digest no registry gives (or an engine that does not answer) is a warning the lock
+    /// records, reused without asking again (offline too) until `--upgrade`; where the spec
+    /// asks for the digest (`base-digest = true`) it is a refusal and the record is not taken.
+    #[test]
+    fn an_unavailable_digest_is_a_recorded_warning_unless_required() {
+        use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("envbuild.lock");
+        let none = fake(Err(NoDigest {
+            reason: "no registry answers".to_string(),
+            detail: Some("lookup registry.example: no such host".to_string()),
+        }));
+        let mut lock = example();
+        let w = attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &none, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(
+            (w[0].code, w[0].is_error()),
+            (BASE_DIGEST_UNAVAILABLE, false)
+        );
+        assert!(
+            w[0].message
+                .contains("no registry answers (lookup registry.example: no such host)"),
+            "{}",
+            w[0].message
+        );
+        assert_eq!(lock.image.base_digest, None);
+        assert_eq!(
+            lock.image.base_digest_unavailable.as_deref(),
+            Some("no registry answers")
+        );
+        std::fs::write(&path, lock.to_toml().unwrap()).unwrap();
+        for mode in [RESOLVE, ClosureMode::Offline { why: "--locked" }] {
+            let mut again = example();
+            let w = attach_base_digest(&mut again, &OnDisk::read(&path), mode, &none, false);
+            assert_eq!(w, Ok(Ok(vec![])));
+            assert_eq!(again.image, lock.image);
+        }
+        assert_eq!(none.asked.get(), 1);
+        // --upgrade asks again, and takes a digest that is there now.
+        let mut up = example();
+        let w = attach_base_digest(
+            &mut up,
+            &OnDisk::read(&path),
+            UPGRADE,
+            &fake(Ok(sha("d"))),
+            false,
+        );
+        assert_eq!(w, Ok(Ok(vec![])));
+        assert_eq!(
+            (up.image.base_digest, up.image.base_digest_unavailable),
+            (Some(sha("d")), None)
+        );
+        // Required: the record is not taken, and no digest refuses.
+        let mut req = example();
+        let d = attach_base_digest(&mut req, &OnDisk::read(&path), RESOLVE, &none, true)
+            .unwrap()
+            .unwrap_err();
+        assert_eq!((d.code, d.is_error()), (BASE_DIGEST_UNAVAILABLE, true));
+        assert_eq!(none.asked.get(), 2);
     }
 
     /// `--upgrade-package`: conda entries are held by version and build in their channel, pip
@@ -789,31 +1088,38 @@ mod tests {
         assert!(held_back(Some(&lock), &["numpy".into()]).is_err());
     }
 
-    /// No digest, or one that is not a sha256, is BASE_DIGEST_UNAVAILABLE and sets nothing; a
-    /// base already named by digest is left alone.
+    /// No digest, or one that is not a sha256, is BASE_DIGEST_UNAVAILABLE and sets nothing when
+    /// the digest is required; a base already named by digest is left alone.
     #[test]
-    fn a_missing_or_odd_digest_is_refused() {
+    fn a_missing_or_odd_digest_is_refused_when_required() {
         use crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("envbuild.lock");
         for answer in [
-            Err("neither has it".to_string()),
+            Err(NoDigest::new("neither has it")),
             Ok("sha256:abc\nRUN evil".to_string()),
             Ok(format!("md5:{}", "a".repeat(64))),
         ] {
             let mut lock = example();
-            let d = attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &fake(answer))
-                .unwrap();
-            assert_eq!(d.unwrap().code, BASE_DIGEST_UNAVAILABLE);
+            let f = fake(answer.clone());
+            let d = attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &f, true).unwrap();
+            assert_eq!(d.unwrap_err().code, BASE_DIGEST_UNAVAILABLE);
             assert_eq!(lock.image.base_digest, None);
+            // Not required: never written into the Dockerfile, recorded as unavailable.
+            let mut lock = example();
+            let w = attach_base_digest(&mut lock, &OnDisk::read(&path), RESOLVE, &f, false)
+                .unwrap()
+                .unwrap();
+            assert_eq!(w[0].code, BASE_DIGEST_UNAVAILABLE);
+            assert_eq!(lock.image.base_digest, None);
+            assert!(lock.image.base_digest_unavailable.is_some());
         }
         let mut pinned = example();
         pinned.image.base = format!("python:3.12-slim@{}", sha("c"));
         let f = fake(Ok(sha("a")));
-        assert!(
-            attach_base_digest(&mut pinned, &OnDisk::read(&path), RESOLVE, &f)
-                .unwrap()
-                .is_none()
+        assert_eq!(
+            attach_base_digest(&mut pinned, &OnDisk::read(&path), RESOLVE, &f, true),
+            Ok(Ok(vec![]))
         );
         assert_eq!((f.asked.get(), pinned.image.base_digest), (0, None));
     }

@@ -46,6 +46,9 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
         Some(mut lock) if !diagnostics.iter().any(Diagnostic::is_error) => {
             // A closure (or base digest) is never resolved while rendering: it comes from the
             // lock beside the spec, when that was resolved from the same inputs.
+            if let Some(why) = &loaded.spec.lock.closure_off {
+                lock.notes.push(why.clone());
+            }
             if loaded.spec.lock.is_full() {
                 let path = super::lock_path(input, None);
                 let mode = super::lock::ClosureMode::Offline { why: "render" };
@@ -60,11 +63,13 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
                     diagnostics.extend(problems);
                     return Ok(LockFor::Refused(diagnostics));
                 }
-                if let Some(d) =
-                    super::lock::attach_full_from(&mut lock, &loaded.spec, table, &on_disk, mode)?
+                match super::lock::attach_full_from(&mut lock, &loaded.spec, table, &on_disk, mode)?
                 {
-                    diagnostics.push(d);
-                    return Ok(LockFor::Refused(diagnostics));
+                    Ok(warnings) => diagnostics.extend(warnings),
+                    Err(d) => {
+                        diagnostics.push(d);
+                        return Ok(LockFor::Refused(diagnostics));
+                    }
                 }
             }
             LockFor::Ready {
@@ -76,13 +81,25 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
     })
 }
 
-/// Render a lock in memory, with `--templates DIR` read first when given.
-pub fn render_with(lock: &Lock, templates: Option<&Path>) -> Result<Rendered, Failure> {
+/// Render a lock in memory, with `--templates DIR` read first when given, and pip pointed at
+/// `pip_mirror` (`--pip-mirror`, checked) when given.
+pub fn render_with(
+    lock: &Lock,
+    templates: Option<&Path>,
+    pip_mirror: Option<&str>,
+) -> Result<Rendered, Failure> {
     let overrides = match templates {
         Some(dir) => Some(crate::infra::fs::read_template_dir(dir)?),
         None => None,
     };
-    render(lock, &RenderOptions { overrides })
+    let pip_mirror = pip_mirror.map(str::to_string);
+    render(
+        lock,
+        &RenderOptions {
+            overrides,
+            pip_mirror,
+        },
+    )
 }
 
 /// The default output directory: `render/` beside the input (refused beside a device,
@@ -100,9 +117,15 @@ pub struct Written {
     pub changed: usize,
 }
 
-/// Render `lock` and write every file under `out`, all or nothing.
-pub fn write(lock: &Lock, templates: Option<&Path>, out: &Path) -> Result<Written, Failure> {
-    let rendered = render_with(lock, templates)?;
+/// Render `lock` (pip pointed at `pip_mirror` when given) and write every file under `out`, all
+/// or nothing.
+pub fn write(
+    lock: &Lock,
+    templates: Option<&Path>,
+    pip_mirror: Option<&str>,
+    out: &Path,
+) -> Result<Written, Failure> {
+    let rendered = render_with(lock, templates, pip_mirror)?;
     // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
     // gives rendered files 0644 (scripts 0755): a build context keeps modes.
     let files: Vec<(PathBuf, Vec<u8>)> = rendered

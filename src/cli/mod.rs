@@ -122,16 +122,21 @@ pub struct LockArgs {
     /// Do not write: exit 1, naming what would change, when the lock on disk is stale.
     #[arg(long)]
     pub locked: bool,
-    /// `[lock] closure = true`: re-resolve the closure even when its inputs did not change.
+    /// Re-resolve the closure (and ask for the base image's digest again) even when nothing
+    /// changed.
     #[arg(long, conflicts_with_all = ["locked", "offline"])]
     pub upgrade: bool,
-    /// `[lock] closure = true`: re-resolve letting only NAME move (repeatable); every other
-    /// package keeps the lock's version.
-    #[arg(long, value_name = "NAME", conflicts_with_all = ["locked", "offline", "upgrade"])]
+    /// Re-resolve the closure letting only NAME move (repeatable); every other package keeps
+    /// the lock's version.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["locked", "offline", "upgrade", "no_closure"])]
     pub upgrade_package: Vec<String>,
     /// Never run the closure resolver (no network): reuse the closure on disk or fail.
     #[arg(long)]
     pub offline: bool,
+    /// The table-level lock only (python, torch and its companions, the extras; no closure,
+    /// no base digest unless `[lock] base-digest = true`): no network, milliseconds.
+    #[arg(long)]
+    pub no_closure: bool,
     /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -147,6 +152,12 @@ pub struct RenderArgs {
     /// Templates that override the embedded ones (user file first, embedded copy as fallback).
     #[arg(long, value_name = "DIR", env = "ENVBUILD_TEMPLATES")]
     pub templates: Option<PathBuf>,
+    /// Install the lock's pip part from this mirror of its main index (a simple index URL);
+    /// the lock is unchanged, and its hashes check every file the mirror serves.
+    // Checked by `parse::pip_mirror` in the command, not by clap, whose message would echo a
+    // URL's credentials.
+    #[arg(long, value_name = "URL", env = "ENVBUILD_PIP_MIRROR")]
+    pub pip_mirror: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -263,6 +274,13 @@ pub struct ImageArgs {
     /// cache) as a build cache; repeatable. With --push, REGISTRY/REPO:VARIANT-cache is used too.
     #[arg(long = "cache-from", value_name = "IMAGE", value_parser = parse::cache_source)]
     pub cache_from: Vec<String>,
+    /// Build with pip installing the lock's pip part from this mirror of its main index (a
+    /// simple index URL): a closure locked against PyPI builds behind a corporate mirror
+    /// without a relock, every file checked against the lock's sha256.
+    // Checked by `parse::pip_mirror` in the command, not by clap, whose message would echo a
+    // URL's credentials.
+    #[arg(long, value_name = "URL", env = "ENVBUILD_PIP_MIRROR")]
+    pub pip_mirror: Option<String>,
 }
 
 /// `matrix --format`.

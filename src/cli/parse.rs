@@ -26,6 +26,14 @@ pub fn cache_source(s: &str) -> Result<String, String> {
     crate::core::image_ref::parse_cache_source(s)
 }
 
+/// A mirror for `image`/`render --pip-mirror` (see `core::closure::pip_mirror`), checked by the
+/// command (a usage error that never shows the URL's credentials).
+pub fn pip_mirror(s: Option<&str>) -> Result<Option<String>, crate::core::diag::Failure> {
+    s.map(crate::core::closure::pip_mirror)
+        .transpose()
+        .map_err(|m| crate::core::diag::Failure::usage(m, None))
+}
+
 /// A day for `table learn --date`: `YYYY-MM-DD` (see `core::learn::is_date`).
 pub fn date(s: &str) -> Result<String, String> {
     if crate::core::learn::is_date(s) {

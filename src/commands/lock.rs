@@ -66,6 +66,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
         upgrade: args.upgrade,
         upgrade_packages: &args.upgrade_package,
         offline: args.offline,
+        no_closure: args.no_closure,
     };
     match lock(table, &req)? {
         LockOutcome::Refused { diagnostics } => {

@@ -65,6 +65,10 @@ pub struct LockedImage {
     pub base_override: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_digest: Option<String>,
+    /// Why the lock holds no `base_digest` for this base although it wanted one (no registry
+    /// answered when it was locked): the build then names the tag. `lock --upgrade` asks again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_digest_unavailable: Option<String>,
     /// `conda` (a conda-capable base) or `wheel` (a slim Python base).
     pub base_kind: BaseKind,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -179,6 +183,10 @@ pub struct Lock {
     /// hand no longer matches it (`LOCK_TAMPERED`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closure_sha256: Option<String>,
+    /// The tool that resolved the pip part of the closure, with its version (`uv 0.13.9`). Not
+    /// an input: another release reuses the closure while the inputs are the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closure_resolver: Option<String>,
     /// Every package the environment contains, sorted by kind, then name (`[lock] closure = true`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closure: Vec<ClosurePkg>,

@@ -13,6 +13,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         the_images_pip_agrees_and_a_later_install_is_drift,
         a_closure_lock_pins_its_registry_base_by_digest,
         a_lock_change_outside_the_closure_reuses_the_install_layer,
+        a_closure_builds_through_a_mirror_and_one_with_other_bytes_is_named,
     ]
 }
 
@@ -219,8 +220,9 @@ fn the_images_pip_agrees_and_a_later_install_is_drift() {
 /// tag then removed from the engine) records the registry's digest, asked through the engine
 /// without a pull; the rendered Dockerfile names it and the engine pulls and builds FROM it;
 /// with the registry gone the digest is reused from the lock, `--upgrade` asks again (the
-/// engine's pulled copy answers; a local-only or missing image is BASE_DIGEST_UNAVAILABLE), and
-/// `--locked` on a changed base refuses without asking.
+/// engine's pulled copy answers; a local-only or missing image is a BASE_DIGEST_UNAVAILABLE
+/// warning that keeps the digest, an error with `base-digest = true`), and `--locked` on a
+/// changed base refuses without asking.
 fn a_closure_lock_pins_its_registry_base_by_digest() {
     let test = "a_closure_lock_pins_its_registry_base_by_digest";
     let Some(d) = crate::engine_support::engine(test) else {
@@ -306,24 +308,31 @@ fn a_closure_lock_pins_its_registry_base_by_digest() {
     assert_eq!(base_digest().as_deref(), Some(digest.as_str()));
     d.remove_image(&format!("{repo}:1"));
     d.remove_image(&format!("{repo}@{digest}"));
-    // A tag only this engine has has no digest a build could name; nor has a missing one.
-    d.tag_image(&busybox, &repo, "1");
-    let local_only = lock_in(work.path(), &["--upgrade"]);
-    d.remove_image(&format!("{repo}:1"));
-    let missing = lock_in(work.path(), &["--upgrade"]);
-    for (out, says) in [(local_only, "only on this engine"), (missing, "neither")] {
-        let err = stderr_of(&out);
-        assert_eq!(out.status.code(), Some(1), "{err}");
-        assert!(
-            err.contains("BASE_DIGEST_UNAVAILABLE") && err.contains(says),
-            "{err}"
+    // A tag only this engine has has no digest a build could name; nor has a missing one:
+    // `--upgrade` then keeps the lock's digest with a warning, and where the spec asks for the
+    // digest (`base-digest = true`) it refuses and writes nothing.
+    let required = spec.replace("[lock]\n", "[lock]\nbase-digest = true\n");
+    for (text, code) in [(&spec, 0), (&required, 1)] {
+        write(work.path(), "envbuild.toml", text);
+        d.tag_image(&busybox, &repo, "1");
+        let local_only = lock_in(work.path(), &["--upgrade"]);
+        d.remove_image(&format!("{repo}:1"));
+        let missing = lock_in(work.path(), &["--upgrade"]);
+        for (out, says) in [(local_only, "only on this engine"), (missing, "neither")] {
+            let err = stderr_of(&out);
+            assert_eq!(out.status.code(), Some(code), "{err}");
+            assert!(
+                err.contains("BASE_DIGEST_UNAVAILABLE") && err.contains(says),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            base_digest().as_deref(),
+            Some(digest.as_str()),
+            "kept, or (a refusal) nothing written"
         );
     }
-    assert_eq!(
-        base_digest().as_deref(),
-        Some(digest.as_str()),
-        "a refusal writes nothing"
-    );
+    write(work.path(), "envbuild.toml", &spec);
     write(
         work.path(),
         "envbuild.toml",
@@ -445,4 +454,98 @@ fn a_lock_change_outside_the_closure_reuses_the_install_layer() {
         d.remove_image(t);
     }
     d.assert_no_smoke_container("after the closure rebuild");
+}
+
+/// Issue 23, mirrors, in a real build: a closure locked against an index the build cannot reach
+/// builds with `image --pip-mirror` from a mirror holding the same files (a `file://` copy in
+/// the base image: a build container cannot reach this machine's 127.0.0.1, where
+/// tests/it/closure.rs serves one to the host's pip), the lock untouched and the image holding
+/// exactly the closure; a mirror whose copy of one wheel holds other bytes fails the build with
+/// MIRROR_HASH_MISMATCH naming that package and the mirror.
+fn a_closure_builds_through_a_mirror_and_one_with_other_bytes_is_named() {
+    let test = "a_closure_builds_through_a_mirror_and_one_with_other_bytes_is_named";
+    let Some(d) = crate::engine_support::engine(test) else {
+        return;
+    };
+    if !crate::engine_support::real_smoke_script(test) {
+        return;
+    }
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    // Two mirrors in one base: `good` a copy of the index, `bad` the same with numpy-like's
+    // wheel altered (and its own index pages agreeing with the altered file).
+    let mirrors = tempdir();
+    let (good, bad) = (mirrors.path().join("good"), mirrors.path().join("bad"));
+    for m in [&good, &bad] {
+        add_wheels(m, WHEELS);
+        for f in fs::read_dir(idx.path().join("files")).unwrap() {
+            let f = f.unwrap().path();
+            fs::copy(&f, m.join("files").join(f.file_name().unwrap())).unwrap();
+        }
+        add_wheels(m, "[]");
+    }
+    let altered = bad.join("files/numpy_like-1.0-py3-none-any.whl");
+    let mut bytes = fs::read(&altered).unwrap();
+    bytes.extend_from_slice(b"altered");
+    fs::write(&altered, bytes).unwrap();
+    add_wheels(&bad, "[]");
+    let mut files = std::collections::BTreeMap::new();
+    files_under(mirrors.path(), "mirrors", &mut files);
+    let debian = crate::engine_support::debian_python_image(&d);
+    let base = build_image(
+        &d,
+        "envbuild-test/closure-mirrors",
+        format!(
+            "FROM {debian}\nCOPY mirrors/ {}/\n",
+            mirrors.path().display()
+        ),
+        files,
+    );
+    let work = tempdir();
+    let spec = closure_spec("closure-mirror", "3.11", "2.36", idx.path(), "")
+        + &format!("\n[image]\nbase = \"{base}\"\nvariants = [\"runtime\"]\n");
+    write(work.path(), "envbuild.toml", &spec);
+    let out = lock_in(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock_path = work.path().join("envbuild.lock");
+    let lock_text = fs::read_to_string(&lock_path).unwrap();
+    let image = |mirror: &Path, extra: &[&str]| {
+        envbuild()
+            .current_dir(work.path())
+            .args(["image", "envbuild.toml", "--gpus", "none", "--pip-mirror"])
+            .arg(format!("file://{}/simple", mirror.display()))
+            .args(extra)
+            .env("ENVBUILD_RUN_ID", crate::engine_support::run_prefix())
+            .env("ENVBUILD_CACHE_DIR", work.path().join("verdicts"))
+            .output()
+            .unwrap()
+    };
+    // The locked index is not in the base: only the mirror can serve the build.
+    let out = image(&good, &[]);
+    let lock = envbuild::core::lock::Lock::from_toml(&lock_text).unwrap();
+    let tag = envbuild::core::render::image_tag(&lock, &lock.hash().unwrap(), "runtime");
+    assert!(
+        d.block_on(envbuild::infra::docker::images::inspect(&d.engine, &tag))
+            .unwrap()
+            .is_some(),
+        "{tag} was not built through the mirror: {}",
+        stderr_of(&out)
+    );
+    assert_eq!(fs::read_to_string(&lock_path).unwrap(), lock_text);
+    let (status, code, detail) = closure_check(&tag, &lock_path);
+    assert_eq!((status.as_str(), code.as_str()), ("pass", "OK"), "{detail}");
+
+    let out = image(&bad, &["--rebuild"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("MIRROR_HASH_MISMATCH")
+            && err.contains(&format!("the pip mirror `file://{}/simple`", bad.display()))
+            && err.contains("numpy-like==1.0 from file://"),
+        "{err}"
+    );
+    for t in [&tag, &base] {
+        d.remove_image(t);
+    }
+    d.assert_no_smoke_container("after the mirror builds");
 }

@@ -575,7 +575,7 @@ fn https_channels_go_through_the_proxy_the_environment_names() {
 
 /// A CA and a server certificate for `host`, made with the openssl CLI in `dir`: (CA bundle,
 /// server certificate, server key).
-fn tls_files(dir: &Path, host: &str) -> (PathBuf, PathBuf, PathBuf) {
+pub(crate) fn tls_files(dir: &Path, host: &str) -> (PathBuf, PathBuf, PathBuf) {
     let run = |args: &[&str]| {
         let out = std::process::Command::new("openssl")
             .current_dir(dir)
@@ -643,9 +643,9 @@ fn tls_files(dir: &Path, host: &str) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 /// Python's HTTPS server for the files under `root` on 127.0.0.1; killed when dropped.
-struct TlsServer {
+pub(crate) struct TlsServer {
     child: std::process::Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for TlsServer {
@@ -655,7 +655,7 @@ impl Drop for TlsServer {
     }
 }
 
-fn tls_server(root: &Path, cert: &Path, key: &Path, port_file: &Path) -> TlsServer {
+pub(crate) fn tls_server(root: &Path, cert: &Path, key: &Path, port_file: &Path) -> TlsServer {
     const SERVE: &str = "import functools, http.server, ssl, sys\n\
         root, port_file, cert, key = sys.argv[1:5]\n\
         h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)\n\

@@ -182,6 +182,8 @@ run:
   shm-size: 32g
   datasets: /data
   checkpoints: /checkpoints
+lock:
+  closure: false
 ";
     fs::write(tmp.path().join("y/envbuild.yaml"), yaml).unwrap();
     envbuild()

@@ -220,26 +220,46 @@ fn the_quick_start_commands_are_the_ones_ci_runs() {
         .filter(|b| b.lang == "sh")
         .map(|b| b.text.trim().to_string())
         .collect();
+    let uv = envbuild::core::closure::UV_VERSION;
     assert_eq!(
         commands,
         [
-            "cargo install --locked --path . && envbuild lock specs/torch-gpu-env/envbuild.toml --out /tmp/envbuild-demo && cat /tmp/envbuild-demo/envbuild.lock",
-            "cargo test --locked",
+            format!("cargo install --locked --path . && python3 -m pip install --user uv=={uv} && PATH=\"$HOME/.local/bin:$PATH\" envbuild lock specs/pypi-torch214/envbuild.toml --upgrade --out /tmp/envbuild-demo && cat /tmp/envbuild-demo/envbuild.lock"),
+            "cargo test --locked".to_string(),
         ]
     );
     let ci = read(".ci/run");
     assert!(ci.contains("\ncargo test --locked\n"), "{ci}");
-    assert!(root().join("specs/torch-gpu-env/envbuild.toml").is_file());
-    // The second half of the first command, as the README gives it.
+    // CI installs the uv the README does (and the code names in its hints).
+    assert!(ci.contains("\nbash .ci/uv-up.sh\n"), "{ci}");
+    let up = read(".ci/uv-up.sh");
+    assert!(
+        up.contains(&format!("\nUV_VERSION={uv}\n"))
+            && up.contains("python3 -m pip install --user --quiet \"uv==$UV_VERSION\""),
+        "{up}"
+    );
+    assert!(envbuild::core::closure::UV_INSTALL.contains(&format!("uv=={uv}")));
+    // The second half of the first command, as the README gives it, but `--offline` for
+    // `--upgrade`: tests never reach PyPI (the closure is the committed lock's, reused). The
+    // real command was run from a clean clone (docs/lock.md's figures).
     let tmp = tempdir();
     let out = envbuild()
         .current_dir(root())
-        .args(["lock", "specs/torch-gpu-env/envbuild.toml", "--out"])
+        .args([
+            "lock",
+            "specs/pypi-torch214/envbuild.toml",
+            "--offline",
+            "--out",
+        ])
         .arg(tmp.path().join("envbuild-demo"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(tmp.path().join("envbuild-demo/envbuild.lock").is_file());
+    let lock = fs::read_to_string(tmp.path().join("envbuild-demo/envbuild.lock")).unwrap();
+    assert!(
+        lock.contains("[[closure]]") && lock.contains("closure_resolver = \"uv "),
+        "{lock}"
+    );
 }
 
 /// Apply a ```diff block (`-old` / `+new` line pairs) to `text`.

@@ -36,13 +36,17 @@ fn lock_of(dir: &str) -> Lock {
     let mut lock = res
         .lock
         .unwrap_or_else(|| panic!("{dir}: {:?}", res.diagnostics));
-    // A closure spec takes its closure from the committed lock, as `envbuild lock` does.
-    if spec.lock.closure {
+    // A closure spec takes its closure (and base digest) from the committed lock, as
+    // `envbuild lock` does.
+    if spec.lock.is_full() {
         let mode = envbuild::app::lock::ClosureMode::Offline { why: "the test" };
         let committed = path.with_file_name("envbuild.lock");
-        let refused = envbuild::app::lock::attach_full(&mut lock, &spec, &table, &committed, mode)
-            .unwrap_or_else(|f| panic!("{f}"));
-        assert!(refused.is_none(), "{dir}: {refused:?}");
+        let refused =
+            match envbuild::app::lock::attach_full(&mut lock, &spec, &table, &committed, mode) {
+                Ok(attached) => attached,
+                Err(f) => panic!("{f}"),
+            };
+        assert_eq!(refused, Ok(vec![]), "{dir}");
     }
     lock
 }
@@ -869,6 +873,7 @@ fn user_templates_override_and_fall_back() {
     std::fs::write(dir.path().join("Dockerfile.j2"), custom).expect("write");
     let read = || RenderOptions {
         overrides: Some(envbuild::infra::fs::read_template_dir(dir.path()).expect("read dir")),
+        pip_mirror: None,
     };
     let r = render(&lock, &read()).expect("render");
     assert!(r
@@ -1264,6 +1269,20 @@ fn cli_a_pinned_direct_reference_locks_and_renders() {
             "name = \"direct-ref\"\npython = \"3.12\"\npytorch = \"2.9.1\"\ncuda = \"12.8\"\npip = [\"{req}\"]\n\n[target]\ndriver = \"570.133.20\"\ngpus = [\"H100\"]\n"
         ),
     );
+    // A git reference has no wheel to lock by hash: the closure refuses it at its line, before
+    // any network, and says how to lock it at table level (tests/it/closure.rs shows more).
+    let out = envbuild().arg("lock").arg(&spec).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = crate::support::stderr_of(&out);
+    assert!(
+        err.contains("CLOSURE_NEEDS_WHEEL") && err.contains(req) && err.contains("closure = false"),
+        "{err}"
+    );
+    std::fs::write(
+        &spec,
+        std::fs::read_to_string(&spec).unwrap() + "\n[lock]\nclosure = false\n",
+    )
+    .unwrap();
     envbuild().arg("lock").arg(&spec).assert().code(0);
     let out = tmp.path().join("render");
     envbuild()

@@ -21,8 +21,25 @@ fn strings_of(spec: &envbuild::core::spec::Spec) -> Vec<String> {
         spec.pytorch.to_string(),
     ];
     v.extend(spec.channels.iter().cloned());
-    v.extend(spec.conda.iter().map(|c| c.match_spec()));
-    v.extend(spec.pip.iter().map(|p| p.requirement()));
+    // A range's operators (`einops>=0.8,!=0.9.*`) reach only the lock file (TOML-quoted) and
+    // the resolver's input file: the closure pins it, and without one it is refused.
+    let operators = |s: String, range: bool| {
+        if range {
+            s.replace(['<', '>', '!', '~', '*'], "")
+        } else {
+            s
+        }
+    };
+    v.extend(
+        spec.conda
+            .iter()
+            .map(|c| operators(c.match_spec(), c.is_range())),
+    );
+    v.extend(
+        spec.pip
+            .iter()
+            .map(|p| operators(p.requirement(), p.is_range())),
+    );
     v.extend(spec.target.gpus.iter().cloned());
     v.extend(spec.image.base.iter().cloned());
     v.extend(spec.image.wheels.iter().cloned());

@@ -264,7 +264,10 @@ fn a_planted_secret_reaches_no_output() {
             "pip-extra-index-urls = [\"https://{SECRET}:x-oauth@pypi.example/simple\"]"
         )),
         top(&format!("pip-find-links = [\"https://u:{SECRET}@wheels.example/\"]")),
-        format!("{base}\n[lock]\nindex-url = \"https://u:{SECRET}@pypi.example/simple\"\n"),
+        base.replace(
+            "[lock]\n",
+            &format!("[lock]\nindex-url = \"https://u:{SECRET}@pypi.example/simple\"\n"),
+        ),
         fs::read_to_string(root().join("specs/conda-forge-torch210/envbuild.toml"))
             .unwrap()
             .replace(

@@ -35,16 +35,18 @@ pub fn table_claiming_ptx(dir: &Path) -> PathBuf {
     write(dir, "claims-ptx.toml", &toml::to_string(&t).unwrap())
 }
 
-/// `envbuild [--table T] lock SPEC --out DIR`: the lock's text.
+/// `envbuild [--table T] lock SPEC --no-closure --out DIR`: the lock's text.
 pub fn lock_with(table: Option<&Path>, spec: &Path, dir: &Path) -> String {
     std::fs::create_dir_all(dir).unwrap();
     let mut cmd = envbuild();
     if let Some(t) = table {
         cmd.arg("--table").arg(t);
     }
+    // The table-level lock: what learning checks is the table's row, not the closure.
     let out = cmd
         .arg("lock")
         .arg(spec)
+        .arg("--no-closure")
         .arg("--out")
         .arg(dir)
         .output()

@@ -23,12 +23,13 @@ pub fn root() -> PathBuf {
 pub fn fixture(rel: &str) -> PathBuf {
     root().join("tests/fixtures").join(rel)
 }
-/// The envbuild binary with none of the caller's envbuild, Python-path or NVIDIA variables.
+/// The envbuild binary with none of the caller's envbuild, Python-path or NVIDIA variables
+/// (`ENVBUILD_UV` aside: it names the closure resolver, uv, where it is not on `PATH`).
 pub fn envbuild() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("envbuild").expect("binary built");
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy().to_string();
-        if k.starts_with("ENVBUILD_")
+        if (k.starts_with("ENVBUILD_") && k != "ENVBUILD_UV")
             || k.starts_with("PYTHON")
             || k == "NVIDIA_VISIBLE_DEVICES"
             || k == "CUDA_VISIBLE_DEVICES"

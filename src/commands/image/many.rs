@@ -53,8 +53,9 @@ fn ca_notes(trusted: &[(String, String)], jobs: usize) -> Vec<String> {
         .collect()
 }
 
-/// Several specs (or a folder's): each prepared, then run at most `--jobs` at once.
-pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
+/// Several specs (or a folder's): each prepared, then run at most `--jobs` at once; `mirror` is
+/// `--pip-mirror`, checked already.
+pub(super) fn run(table: &Table, args: ImageArgs, mirror: Option<&str>) -> Result<i32, Failure> {
     if !args.tags.is_empty() {
         return Err(Failure::usage(
             "--tag names one image: it cannot be given with several specs",
@@ -74,6 +75,7 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
                 args.update_lock,
                 &opts.variants,
                 args.templates.as_deref(),
+                mirror,
             )
             .and_then(|mut p| {
                 // The network's CA bundle, as for one spec (only the install stage sees it).
@@ -143,7 +145,12 @@ pub(super) fn run(table: &Table, args: ImageArgs) -> Result<i32, Failure> {
         start: &sink,
         done: &done,
     };
-    let run = image_many::run_many(&jobs, &opts, schedule, progress)?;
+    let mut run = image_many::run_many(&jobs, &opts, schedule, progress)?;
+    for r in &mut run.results {
+        if let JobOutcome::Failed(f) = &mut r.outcome {
+            *f = super::blame_the_mirror(f.clone(), mirror);
+        }
+    }
     let rows = summary_rows(&jobs, &run.results, &opts.variants);
     let table_text = summary_table(&rows);
     if let Some(path) = &args.junit {

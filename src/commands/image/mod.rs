@@ -50,10 +50,25 @@ fn variants(v: VariantArg) -> Vec<String> {
 /// `envbuild image SPEC`: lock check (or `--update-lock`), render, build, smoke test, report.
 /// Several specs, or a folder, go to [`many`].
 pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
+    let mirror = crate::cli::parse::pip_mirror(args.pip_mirror.as_deref())?;
     match args.specs.as_slice() {
-        [spec] if !spec.is_dir() => one::run(table, spec, &args),
-        _ => many::run(table, args),
+        [spec] if !spec.is_dir() => one::run(table, spec, &args, mirror.as_deref()),
+        _ => many::run(table, args, mirror.as_deref()),
     }
+}
+
+/// A build through `--pip-mirror` that pip's hash check stopped: the mirror's fault, said
+/// first (`MIRROR_HASH_MISMATCH`, naming each package), pip's own words after it.
+fn blame_the_mirror(mut f: Failure, mirror: Option<&str>) -> Failure {
+    let Some(mirror) = mirror else { return f };
+    let said = f
+        .diagnostics
+        .iter()
+        .find_map(|d| crate::core::closure::mirror_mismatch(&d.message, mirror));
+    if let Some(d) = said {
+        f.diagnostics.insert(0, d);
+    }
+    f
 }
 
 /// The `--json` fields of one spec's run besides its smoke verdicts: builds, lock hash, what

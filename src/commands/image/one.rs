@@ -12,11 +12,13 @@ use crate::commands::{eprint_diagnostics, print_json, write_junit};
 use crate::core::diag::Failure;
 use std::path::Path;
 
-/// Lock check (or `--update-lock`), render, build, smoke test, report, for the one `spec`.
+/// Lock check (or `--update-lock`), render, build, smoke test, report, for the one `spec`;
+/// `mirror` is `--pip-mirror`, checked already.
 pub(super) fn run(
     table: &crate::core::compat::Table,
     spec: &Path,
     args: &ImageArgs,
+    mirror: Option<&str>,
 ) -> Result<i32, Failure> {
     let checked = crate::app::image::check_lock(table, spec, args.update_lock)?;
     // A stale or failing lock is the run's failure, so `--json` and `--junit` report it too.
@@ -26,8 +28,13 @@ pub(super) fn run(
     eprint_diagnostics(&checked.diagnostics);
     let opts = options(args);
     let progress = ProgressMode::detect(args.verbose);
-    let mut rendered =
-        crate::app::image::rendered_image(&lock, &opts.variants, args.templates.as_deref(), spec)?;
+    let mut rendered = crate::app::image::rendered_image(
+        &lock,
+        &opts.variants,
+        args.templates.as_deref(),
+        spec,
+        mirror,
+    )?;
     let ca =
         crate::app::image::add_ca_bundle(&mut rendered, &lock, spec, |k| std::env::var(k).ok())?;
     if let Some(origin) = ca {
@@ -50,6 +57,7 @@ pub(super) fn run(
             (table, &lock),
         ),
         Err(f) => {
+            let f = super::blame_the_mirror(f, mirror);
             // CI still gets its report files when the build itself failed.
             let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
             report_failure(&name, &f, args.json, args.junit.as_deref())?;

@@ -64,6 +64,10 @@ pub struct RenderOptions {
     /// `--templates DIR`, already read: files here override the embedded templates of the same
     /// name, and other names can be `{% include %}`d.
     pub overrides: Option<TemplateOverrides>,
+    /// `--pip-mirror URL` (checked by `core::closure::pip_mirror`): pip's main index in the
+    /// rendered requirements.txt and environment.yml instead of the lock's. The lock is unchanged
+    /// and, with a closure, its hashes stay the identity of every file the mirror serves.
+    pub pip_mirror: Option<String>,
 }
 
 /// A team's template files, by file name, and where they came from (for messages).
@@ -136,7 +140,15 @@ pub fn image_tag(lock: &Lock, lock_hash: &str, variant: &str) -> String {
 /// Render every file of a lock.
 pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     check_lock_values(lock)?;
-    let ctx = Ctx::from_lock(lock)?;
+    let mut ctx = Ctx::from_lock(lock)?;
+    if let Some(mirror) = &opts.pip_mirror {
+        // The one index line pip installs the lock's pip part from (extra indexes stay).
+        if ctx.closure {
+            ctx.closure_index_url = ctx.closure_index_url.take().map(|_| mirror.clone());
+        } else {
+            ctx.pip_main_index_url = Some(mirror.clone());
+        }
+    }
     let (is_conda, has_dev, ssh, has_closure) = (ctx.is_conda, ctx.has_dev, ctx.ssh, ctx.closure);
     let (conda_closure, has_pip, explicit_file) = (
         ctx.conda_closure,
@@ -906,6 +918,7 @@ mod tests {
                     origin: "tpl".into(),
                     files: BTreeMap::new(),
                 }),
+                pip_mirror: None,
             },
         );
         assert_eq!(user.exit_code, crate::core::diag::exit::FAILURE);

@@ -63,6 +63,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         notes: p.packages.notes,
         closure_inputs: None,
         closure_sha256: None,
+        closure_resolver: None,
         closure: Vec::new(),
     }
 }

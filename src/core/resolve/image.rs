@@ -124,6 +124,7 @@ pub(super) fn locked(spec: &Spec, base: Base, packages: &BTreeMap<String, String
         base: base.image,
         base_override: spec.image.base.clone(),
         base_digest: None,
+        base_digest_unavailable: None,
         base_kind: base.kind,
         base_provides: spec.image.base_provides.clone(),
         variants: spec.image.variants.clone(),

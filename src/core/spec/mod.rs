@@ -45,7 +45,7 @@ pub mod codes {
     pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
     /// A pip line that installs from a URL without naming the package (`git+https://...`).
     pub const UNNAMED_REFERENCE: Code = "UNNAMED_REFERENCE";
-    /// `[lock] closure = true` on a spec whose closure envbuild cannot resolve yet (packages
+    /// A closure lock asked for on a spec whose closure envbuild cannot resolve yet (packages
     /// installed beside the closure, a Windows target).
     pub const CLOSURE_UNSUPPORTED: Code = "CLOSURE_UNSUPPORTED";
     /// Every code above.
@@ -344,17 +344,34 @@ pub struct Spec {
 }
 
 /// The `[lock]` section: whether the lock pins the whole closure, and from which index.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LockOpts {
-    /// Resolve and record every package the environment will contain (pip side).
+    /// Resolve and record every package the environment will contain: on unless the spec says
+    /// `closure = false`, or has what a closure cannot include (`closure_off` says what).
     pub closure: bool,
     /// The index the closure is resolved from (default PyPI's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_url: Option<String>,
-    /// Record the base image's digest and build `FROM name@digest`: default on with `closure`,
-    /// off without; `base-digest = true` asks for it without a closure too.
+    /// Record the base image's digest and build `FROM name@digest`: default on with `closure`
+    /// (a digest no registry gives is then a warning the lock records), off without;
+    /// `base-digest = true` asks for it (and fails without it), with or without a closure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_digest: Option<bool>,
+    /// Why the default closure is off for this spec (it follows from the spec's other keys, so
+    /// it is not part of the canonical JSON).
+    #[serde(skip)]
+    pub closure_off: Option<String>,
+}
+
+impl Default for LockOpts {
+    fn default() -> LockOpts {
+        LockOpts {
+            closure: true,
+            index_url: None,
+            base_digest: None,
+            closure_off: None,
+        }
+    }
 }
 
 impl LockOpts {
@@ -364,14 +381,33 @@ impl LockOpts {
         self.base_digest.unwrap_or(self.closure)
     }
 
+    /// Whether a base digest no registry gives fails the lock: only when the spec asks for it.
+    pub fn requires_base_digest(&self) -> bool {
+        self.base_digest == Some(true)
+    }
+
     /// Whether the lock holds anything beyond the table's resolution (a closure, a base digest):
     /// parts that need the network once and are reused from the lock on disk after that.
     pub fn is_full(&self) -> bool {
         self.closure || self.wants_base_digest()
     }
 
+    /// The table-level lock `--no-closure` asks for: no closure, and a base digest only where
+    /// the spec asks for one.
+    pub fn without_closure(&self) -> LockOpts {
+        LockOpts {
+            closure: false,
+            closure_off: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether the section says nothing the defaults would not: left out of the canonical
+    /// JSON, so a spec without `[lock]` hashes the same whether its closure is on or gives way.
     pub fn is_default(&self) -> bool {
-        *self == LockOpts::default()
+        self.index_url.is_none()
+            && self.base_digest.is_none()
+            && (self.closure || self.closure_off.is_some())
     }
 }
 

@@ -277,9 +277,8 @@ fn without_hash_fragment(line: &str) -> &str {
 }
 
 /// The `conda` and `pip` lists, each sorted; conflicts with managed keys and duplicates are
-/// reported after both lists were parsed.
-pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec) -> (Vec<CondaPkg>, Vec<PipPkg>) {
-    let closure = raw.lock.closure.unwrap_or(false);
+/// reported after both lists were parsed. Ranges are taken when the lock holds a `closure`.
+pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec, closure: bool) -> (Vec<CondaPkg>, Vec<PipPkg>) {
     let mut conda = conda_list(cx, &raw.conda, closure);
     let mut pip = pip_list(cx, &raw.pip, closure);
     check_managed_and_duplicates(cx, &conda, &pip);
@@ -357,11 +356,8 @@ fn pip_range(s: &str) -> Option<PipPkg> {
     let (head, spec) = s.split_at(at);
     let clauses_ok = spec.split(',').all(|c| {
         let v = c.trim_start_matches(['<', '>', '=', '!', '~']);
-        c.len() > v.len()
-            && ["<", ">", "<=", ">=", "==", "!=", "~="].contains(&&c[..c.len() - v.len()])
-            && !v.is_empty()
-            && v.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".*+".contains(&b))
+        let op = &c[..c.len() - v.len()];
+        ["<", ">", "<=", ">=", "==", "!=", "~="].contains(&op) && range_version(op, v)
     });
     if !clauses_ok {
         return None;
@@ -373,6 +369,20 @@ fn pip_range(s: &str) -> Option<PipPkg> {
         }
         _ => None,
     }
+}
+
+/// The version of one range clause: it starts with a digit and holds letters, digits, `.` and
+/// `+`, with a trailing `.*` only after `==` or `!=` (`==2.*`).
+fn range_version(op: &str, v: &str) -> bool {
+    let (base, wild) = match v.strip_suffix(".*") {
+        Some(b) => (b, true),
+        None => (v, false),
+    };
+    base.starts_with(|c: char| c.is_ascii_digit())
+        && base
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".+".contains(&b))
+        && (!wild || op == "==" || op == "!=")
 }
 
 /// `[channel::]name>=2,<3`: a conda version range (comparison clauses joined by `,`, no
@@ -387,11 +397,8 @@ fn conda_range(s: &str) -> Option<CondaPkg> {
     let (name, spec) = rest.split_at(at);
     let clauses_ok = spec.split(',').all(|c| {
         let v = c.trim_start_matches(['<', '>', '=', '!']);
-        c.len() > v.len()
-            && ["<", ">", "<=", ">=", "==", "!="].contains(&&c[..c.len() - v.len()])
-            && !v.is_empty()
-            && v.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".*+".contains(&b))
+        let op = &c[..c.len() - v.len()];
+        ["<", ">", "<=", ">=", "==", "!="].contains(&op) && range_version(op, v)
     });
     // One clause `==X` or `=X` is a pin, not a range: parse_conda_pkg took it already.
     if !clauses_ok || !spec.contains([',', '<', '>', '!']) {
@@ -480,6 +487,31 @@ mod tests {
             parse_pip_pkg("pkg @ https://x"),
             PkgParse::Unpinned { .. }
         ));
+    }
+
+    /// A range clause's version starts with a digit, and `.*` ends only an `==`/`!=` clause.
+    #[test]
+    fn range_versions_are_versions() {
+        for ok in [
+            "rich>=13",
+            "rich==13.*",
+            "rich>=1.0,!=1.2.*,<2",
+            "rich~=13.7.1",
+        ] {
+            assert!(pip_range(ok).is_some(), "{ok}");
+        }
+        for bad in [
+            "rich==*1",
+            "rich>=.1",
+            "rich>=1.*",
+            "rich>=",
+            "rich>=1,<",
+            "rich>=1$",
+        ] {
+            assert!(pip_range(bad).is_none(), "{bad}");
+        }
+        assert!(conda_range("pandas>=2,<3").is_some());
+        assert!(conda_range("pandas>=*,<3").is_none());
     }
 
     /// A conda range (closure locks only) keeps its clauses and channel; a pin or a hostile

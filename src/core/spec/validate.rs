@@ -31,7 +31,7 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let cuda = pins::cuda_version(cx, "cuda", raw.cuda.as_deref(), "CUDA version");
     let channels = sources::channels(cx, &raw);
     let source = sources::source(cx, &raw, channels.as_deref());
-    let (conda, pip) = packages::packages(cx, &raw);
+    let (conda, pip) = packages::packages(cx, &raw, wants_closure(&raw));
     let pip_sources = sources::pip_sources(cx, &raw);
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
@@ -189,28 +189,53 @@ fn name(cx: &mut Ctx, n: Option<&str>) -> Option<String> {
     None
 }
 
-/// `[lock]`: `closure` (wheel and conda environments) and the `index-url` the closure's pip
-/// part comes from.
+/// Why a spec's closure cannot be locked in this version (packages the lock does not resolve
+/// would sit beside the closure, unlocked and unchecked; a Windows target), `None` when it can.
+fn closure_blocker(spec: &RawSpec) -> Option<&'static str> {
+    if !spec.image.base_provides.is_empty() {
+        Some("[image] base-provides")
+    } else if spec.image.wheels.is_some() {
+        Some("[image] wheels")
+    } else if !spec.pip_find_links.is_empty() {
+        Some("pip-find-links")
+    } else if spec.target.platform.as_deref() == Some("win-64") {
+        Some("a win-64 target")
+    } else {
+        None
+    }
+}
+
+/// Whether the spec's lock holds the closure: as `[lock] closure` says, else (the default)
+/// whenever it can.
+fn wants_closure(spec: &RawSpec) -> bool {
+    spec.lock
+        .closure
+        .unwrap_or_else(|| closure_blocker(spec).is_none())
+}
+
+/// `[lock]`: `closure` (wheel and conda environments; on by default) and the `index-url` the
+/// closure's pip part comes from.
 fn lock_opts(cx: &mut Ctx, spec: &RawSpec) -> super::LockOpts {
     let raw = &spec.lock;
-    let closure = raw.closure.unwrap_or(false);
-    // Packages the lock does not resolve would sit beside the closure, unlocked and unchecked.
-    let beside = [
-        (
-            "[image] base-provides",
-            !spec.image.base_provides.is_empty(),
-        ),
-        ("[image] wheels", spec.image.wheels.is_some()),
-        ("pip-find-links", !spec.pip_find_links.is_empty()),
-    ];
-    for (key, _) in beside.iter().filter(|(_, set)| closure && *set) {
-        cx.err(
+    let closure = wants_closure(spec);
+    let blocker = closure_blocker(spec);
+    match (raw.closure, blocker) {
+        (Some(true), Some(key)) if key != "a win-64 target" => cx.err(
             super::codes::CLOSURE_UNSUPPORTED,
             "lock.closure",
             format!("a closure lock cannot include what {key} installs outside it in this version"),
-            Some(format!("remove {key}, or remove `closure = true`")),
-        );
+            Some(format!("remove {key}, or set `closure = false`")),
+        ),
+        _ => {}
     }
+    // The default gives way to what blocks it: the lock says why it holds no closure.
+    let closure_off = match (raw.closure, blocker) {
+        (None, Some(key)) => Some(format!(
+            "the lock pins the table level only (no closure): a closure cannot include what \
+             {key} installs outside it in this version; set `[lock] closure = false` to say so"
+        )),
+        _ => None,
+    };
     let index_url = raw.index_url.as_deref().and_then(|u| {
         if !cx.safe("lock.index-url", u) {
             return None;
@@ -264,5 +289,6 @@ fn lock_opts(cx: &mut Ctx, spec: &RawSpec) -> super::LockOpts {
         closure,
         index_url,
         base_digest: raw.base_digest,
+        closure_off,
     }
 }
