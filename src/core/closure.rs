@@ -22,27 +22,9 @@ pub const UV_VERSION: &str = "0.13.9";
 /// How the README and CI install the pinned uv.
 pub const UV_INSTALL: &str = "python3 -m pip install --user uv==0.13.9";
 
-/// Codes of the closure lock.
+/// Codes of the closure lock, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    /// `--offline`/`--locked`: a closure is needed and the lock on disk has none that is current.
-    pub const CLOSURE_NEEDS_RESOLUTION: Code = "CLOSURE_NEEDS_RESOLUTION";
-    /// The resolver could not run, failed, or gave a report envbuild cannot use.
-    pub const CLOSURE_RESOLVE_FAILED: Code = "CLOSURE_RESOLVE_FAILED";
-    /// A package of the closure has no wheel for the target (a source distribution only, a
-    /// direct reference to one, or a git reference): envbuild never builds on the locking host.
-    pub const CLOSURE_NEEDS_WHEEL: Code = "CLOSURE_NEEDS_WHEEL";
-    /// The closure resolver (uv) is not installed, or not where `ENVBUILD_UV` says.
-    pub const RESOLVER_MISSING: Code = "RESOLVER_MISSING";
-    /// A build through `--pip-mirror`: the mirror served a file whose sha256 is not the lock's.
-    pub const MIRROR_HASH_MISMATCH: Code = "MIRROR_HASH_MISMATCH";
-    pub const ALL: &[Code] = &[
-        CLOSURE_NEEDS_RESOLUTION,
-        CLOSURE_RESOLVE_FAILED,
-        CLOSURE_NEEDS_WHEEL,
-        RESOLVER_MISSING,
-        MIRROR_HASH_MISMATCH,
-    ];
+    pub use crate::core::codes::closure::*;
 }
 
 /// The hint of `CLOSURE_NEEDS_WHEEL`.

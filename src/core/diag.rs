@@ -10,7 +10,7 @@ use std::fmt;
 use std::io::Write;
 
 /// A stable diagnostic code such as `DRIVER_TOO_OLD`. Codes are part of the CLI contract.
-pub type Code = &'static str;
+pub use crate::core::codes::Code;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -243,15 +243,9 @@ pub fn eprint_all(diagnostics: &[Diagnostic], w: &mut dyn Write) {
     }
 }
 
-/// Codes shared by every command. Module-specific codes live beside their module
-/// (`resolve::codes`, `smoke::codes`, `docker::codes`); `app::codes::all` gathers them.
+/// Codes shared by every command, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use super::Code;
-    pub const USAGE: Code = "USAGE";
-    pub const INTERNAL: Code = "INTERNAL";
-    pub const IO_ERROR: Code = "IO_ERROR";
-    /// Every code above.
-    pub const ALL: &[Code] = &[USAGE, INTERNAL, IO_ERROR];
+    pub use crate::core::codes::diag::*;
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ pub const LOCK_VERSION: u32 = 1;
 pub const FILE_NAME: &str = "envbuild.lock";
 
 /// A lock file that cannot be read.
-pub const INVALID_LOCK: crate::core::diag::Code = "INVALID_LOCK";
+pub use crate::core::codes::lock::INVALID_LOCK;
 
 /// How the target driver runs the locked build; written as `native`, `minor-compat`,
 /// `forward-compat` or `too-old`.

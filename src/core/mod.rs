@@ -4,6 +4,7 @@
 //! out, so tests drive it with values.
 
 pub mod closure;
+pub mod codes;
 pub mod compat;
 pub mod diag;
 pub mod docker_config;

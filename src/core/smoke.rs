@@ -131,28 +131,15 @@ pub struct SmokeReport {
     pub checks: Vec<Check>,
 }
 
-/// Error codes of the Rust side of the smoke test (the script's own check codes are listed in
-/// `docs/smoke.md`).
+/// Error codes of the Rust side of the smoke test, declared in the one registry
+/// ([`crate::core::codes`]) as `SMOKE_*`; the short names are this module's (the script's own
+/// check codes are listed in `docs/smoke.md`).
 pub mod codes {
-    use crate::core::diag::Code;
-    /// The Python interpreter could not be started.
-    pub const PYTHON_NOT_FOUND: Code = "SMOKE_PYTHON_NOT_FOUND";
-    /// The smoke test ran past its time limit and was killed.
-    pub const TIMEOUT: Code = "SMOKE_TIMEOUT";
-    /// The script's output is not a schema-1 report.
-    pub const BAD_OUTPUT: Code = "SMOKE_BAD_OUTPUT";
-    /// An `--expect-file` that is not a valid expectations document.
-    pub const INVALID_EXPECTATIONS: Code = "INVALID_EXPECTATIONS";
-    /// The smoke test ran and a required check failed.
-    pub const FAILED: Code = "SMOKE_FAILED";
-    /// Every code above.
-    pub const ALL: &[Code] = &[
-        PYTHON_NOT_FOUND,
-        TIMEOUT,
-        BAD_OUTPUT,
-        INVALID_EXPECTATIONS,
-        FAILED,
-    ];
+    pub use crate::core::codes::smoke::*;
+    pub use crate::core::codes::smoke::{
+        SMOKE_BAD_OUTPUT as BAD_OUTPUT, SMOKE_FAILED as FAILED,
+        SMOKE_PYTHON_NOT_FOUND as PYTHON_NOT_FOUND, SMOKE_TIMEOUT as TIMEOUT,
+    };
 }
 
 /// Seconds between the end of the GPU-check budget (counted from the script's start) and the

@@ -277,7 +277,7 @@ fn read_regular_no_follow(path: &Path) -> Result<Vec<u8>, Failure> {
 }
 
 /// A symlink at or under an output folder (`render --out`): refused, never written through.
-pub const OUTPUT_SYMLINK: Code = "OUTPUT_SYMLINK";
+pub use crate::core::codes::fs::OUTPUT_SYMLINK;
 
 /// Whether `path`'s folder is one of the kernel's (`/dev`, `/proc`, `/sys`, or below them),
 /// as it resolves: a spec read as `/dev/stdin` or `/proc/self/fd/0` sits in no project.

@@ -11,11 +11,9 @@ use codes::REGISTRY_AUTH;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The diagnostic code of this module (listed with every code by `app::codes::all`).
+/// The diagnostic code of this module, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    /// Registry credentials could not be read, or the registry refused them.
-    pub const REGISTRY_AUTH: Code = "REGISTRY_AUTH";
+    pub use crate::core::codes::registry_auth::REGISTRY_AUTH;
 }
 
 /// The env var with the CI user name.

@@ -196,20 +196,42 @@ fn every_spec_key_has_its_row() {
 
 #[test]
 fn every_diagnostic_code_is_documented() {
-    let documented: BTreeSet<String> = first_cells(&read("docs/diagnostics.md"))
-        .into_iter()
-        .flatten()
-        .collect();
-    let codes: BTreeSet<String> = envbuild::app::codes::all()
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    use envbuild::core::codes::{Kind, ALL};
+    let doc = read("docs/diagnostics.md");
+    let documented: BTreeSet<String> = first_cells(&doc).into_iter().flatten().collect();
+    let codes: BTreeSet<String> = ALL.iter().map(|c| c.code.to_string()).collect();
     let missing: Vec<_> = codes.difference(&documented).collect();
     let stale: Vec<_> = documented.difference(&codes).collect();
     assert!(
         missing.is_empty() && stale.is_empty(),
         "docs/diagnostics.md: codes without a row {missing:?}, rows for no code {stale:?}"
     );
+    // Each row sits under the heading of the severity the registry declares for its code.
+    let warnings: BTreeSet<String> = [
+        section(&doc, "## Warnings"),
+        section(&doc, "## Notes from `envbuild import`"),
+    ]
+    .into_iter()
+    .flat_map(first_cells)
+    .flatten()
+    .collect();
+    let errors: BTreeSet<String> = first_cells(section(&doc, "## Errors"))
+        .into_iter()
+        .flatten()
+        .collect();
+    for c in ALL {
+        let (error, warning) = (errors.contains(c.code), warnings.contains(c.code));
+        let right = match c.kind {
+            Kind::Error => error && !warning,
+            Kind::Warning => warning && !error,
+            Kind::Either => error || warning,
+        };
+        assert!(
+            right,
+            "{}: registered as {:?}, documented under Errors {error}, Warnings {warning}",
+            c.code, c.kind
+        );
+    }
 }
 
 #[test]

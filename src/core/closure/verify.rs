@@ -12,15 +12,9 @@ use crate::core::lock::{ClosurePkg, Lock};
 use crate::core::url;
 use crate::core::version::Version;
 
-/// The codes of a lock's self-check.
+/// The codes of a lock's self-check, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    /// The closure does not match the lock's `closure_sha256` (or the lock has none).
-    pub const LOCK_TAMPERED: Code = "LOCK_TAMPERED";
-    /// A closure entry fails its own checks: its file is not under its index or channel, its
-    /// file name does not match it, or a hash is not in its format.
-    pub const CLOSURE_ENTRY_INVALID: Code = "CLOSURE_ENTRY_INVALID";
-    pub const ALL: &[Code] = &[LOCK_TAMPERED, CLOSURE_ENTRY_INVALID];
+    pub use crate::core::codes::lock::{CLOSURE_ENTRY_INVALID, LOCK_TAMPERED};
 }
 
 /// The hint of a lock that fails its own checks.

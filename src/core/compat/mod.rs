@@ -310,7 +310,8 @@ pub struct Table {
     pub conda_forge_build: Vec<CondaForgeBuildRow>,
 }
 
-pub const TABLE_INVALID: &str = "TABLE_INVALID";
+/// A `--table` file that does not parse or breaks an invariant.
+pub use crate::core::codes::table::TABLE_INVALID;
 
 /// Which driver column applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

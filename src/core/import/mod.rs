@@ -25,15 +25,10 @@ use crate::core::spec::codes::INVALID_SPEC;
 use env_file::Dep;
 use scan::Scan;
 
-/// Diagnostic codes of import notes (warnings: the import still succeeds).
+/// Diagnostic codes of import notes (warnings: the import still succeeds), declared in the one
+/// registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    /// A line of the input that the spec does not carry over (with why).
-    pub const IMPORT_DROPPED: Code = "IMPORT_DROPPED";
-    /// A line carried over with a change (with what changed and why).
-    pub const IMPORT_CHANGED: Code = "IMPORT_CHANGED";
-    /// Every code above.
-    pub const ALL: &[Code] = &[IMPORT_DROPPED, IMPORT_CHANGED];
+    pub use crate::core::codes::import::*;
 }
 
 /// Options from the command line that environment.yml cannot carry.

@@ -13,15 +13,9 @@ pub use mismatch::{compare, row_facts, table_mismatches, Mismatch, RowFacts};
 use crate::core::smoke::SmokeReport;
 use crate::core::version::{Cc, Version};
 
-/// The codes of this module.
+/// The codes of this module, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    /// A built image disagrees with the table row its lock came from (a warning).
-    pub const TABLE_MISMATCH: Code = "TABLE_MISMATCH";
-    /// `table learn` was given a report it cannot learn from.
-    pub const LEARN_INPUT_INVALID: Code = "LEARN_INPUT_INVALID";
-    /// Every code above.
-    pub const ALL: &[Code] = &[TABLE_MISMATCH, LEARN_INPUT_INVALID];
+    pub use crate::core::codes::table::{LEARN_INPUT_INVALID, TABLE_MISMATCH};
 }
 
 /// PyTorch has tagged wheels built on glibc 2.17 as `manylinux1` (torch 2.6.0 and earlier), so a

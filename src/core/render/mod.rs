@@ -23,14 +23,12 @@ use crate::core::rules;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Diagnostic codes of this module (listed in docs/diagnostics.md).
+/// Diagnostic codes of this module, declared in the one registry ([`crate::core::codes`]);
+/// `UNSAFE_VALUE` is the spec validator's: a lock edited by hand gets the same treatment as a
+/// spec.
 pub mod codes {
-    use crate::core::diag::Code;
-    /// A lock value that could break out of a Dockerfile, YAML or shell line (same code as the
-    /// spec validator's: a lock edited by hand gets the same treatment as a spec).
-    pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
-    /// A user template (`--templates DIR`) failed to render.
-    pub const TEMPLATE_ERROR: Code = "TEMPLATE_ERROR";
+    pub use crate::core::codes::render::TEMPLATE_ERROR;
+    pub use crate::core::codes::spec::UNSAFE_VALUE;
 }
 
 /// Image labels the Docker engine code reads back.

@@ -13,7 +13,7 @@ use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior};
 use std::collections::BTreeMap;
 
 /// A template ran out of its budget (`TEMPLATE_BUDGET`).
-pub const TEMPLATE_BUDGET: crate::core::diag::Code = "TEMPLATE_BUDGET";
+pub use crate::core::codes::render::TEMPLATE_BUDGET;
 
 /// The instructions one render may run: the embedded templates need well under a tenth of it
 /// for the largest closure lock; a loop nest that never ends spends it in seconds.

@@ -43,69 +43,9 @@ pub use install::INDEX_BASE;
 pub use proposal::Proposal;
 pub use unpinned::{parse_spec, prove_unpinned};
 
-/// Diagnostic codes of resolution (spec parsing adds INVALID_SPEC, UNPINNED_VERSION,
-/// UNSAFE_VALUE). Documented in docs/diagnostics.md.
+/// Diagnostic codes of resolution, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    // errors
-    pub const DRIVER_TOO_OLD: Code = "DRIVER_TOO_OLD";
-    pub const ARCH_NOT_IN_WHEEL: Code = "ARCH_NOT_IN_WHEEL";
-    pub const PYTHON_UNSUPPORTED: Code = "PYTHON_UNSUPPORTED";
-    pub const CHANNEL_DISCONTINUED: Code = "CHANNEL_DISCONTINUED";
-    pub const CHANNEL_REQUIRED: Code = "CHANNEL_REQUIRED";
-    pub const NO_SUCH_VARIANT: Code = "NO_SUCH_VARIANT";
-    pub const NO_SUCH_PACKAGE_VERSION: Code = "NO_SUCH_PACKAGE_VERSION";
-    pub const GLIBC_TOO_OLD: Code = "GLIBC_TOO_OLD";
-    pub const VIRTUAL_PACKAGE_UNSATISFIED: Code = "VIRTUAL_PACKAGE_UNSATISFIED";
-    pub const UNKNOWN_GPU: Code = "UNKNOWN_GPU";
-    pub const CONFLICTING_PIN: Code = "CONFLICTING_PIN";
-    pub const FORWARD_COMPAT_UNSUPPORTED: Code = "FORWARD_COMPAT_UNSUPPORTED";
-    /// The base image has no Python: said at lock time for images known to have none, and by
-    /// the build (the Dockerfile's install stage) for any other.
-    pub const BASE_HAS_NO_PYTHON: Code = "BASE_HAS_NO_PYTHON";
-    // warnings
-    pub const DRIVER_MINOR_COMPAT: Code = "DRIVER_MINOR_COMPAT";
-    pub const FORWARD_COMPAT: Code = "FORWARD_COMPAT";
-    pub const PYTHON_EOL: Code = "PYTHON_EOL";
-    pub const PYTHON_EXPERIMENTAL: Code = "PYTHON_EXPERIMENTAL";
-    pub const UNCONFIRMED_FACT: Code = "UNCONFIRMED_FACT";
-    pub const PTX_JIT: Code = "PTX_JIT";
-    pub const DRIVER_DROPS_GPU: Code = "DRIVER_DROPS_GPU";
-    pub const NO_TARGET_DRIVER: Code = "NO_TARGET_DRIVER";
-    pub const NO_TARGET_GPUS: Code = "NO_TARGET_GPUS";
-    pub const TORCHAUDIO_FROZEN: Code = "TORCHAUDIO_FROZEN";
-    pub const EXPERIMENTAL_VARIANT: Code = "EXPERIMENTAL_VARIANT";
-    pub const CHANNEL_MIX: Code = "CHANNEL_MIX";
-    pub const INSECURE_SOURCE: Code = "INSECURE_SOURCE";
-    /// Every code above.
-    pub const ALL: &[Code] = &[
-        DRIVER_TOO_OLD,
-        ARCH_NOT_IN_WHEEL,
-        PYTHON_UNSUPPORTED,
-        CHANNEL_DISCONTINUED,
-        CHANNEL_REQUIRED,
-        NO_SUCH_VARIANT,
-        NO_SUCH_PACKAGE_VERSION,
-        GLIBC_TOO_OLD,
-        VIRTUAL_PACKAGE_UNSATISFIED,
-        UNKNOWN_GPU,
-        CONFLICTING_PIN,
-        FORWARD_COMPAT_UNSUPPORTED,
-        BASE_HAS_NO_PYTHON,
-        DRIVER_MINOR_COMPAT,
-        FORWARD_COMPAT,
-        PYTHON_EOL,
-        PYTHON_EXPERIMENTAL,
-        UNCONFIRMED_FACT,
-        PTX_JIT,
-        DRIVER_DROPS_GPU,
-        NO_TARGET_DRIVER,
-        NO_TARGET_GPUS,
-        TORCHAUDIO_FROZEN,
-        EXPERIMENTAL_VARIANT,
-        CHANNEL_MIX,
-        INSECURE_SOURCE,
-    ];
+    pub use crate::core::codes::resolve::*;
 }
 
 /// The outcome: a lock when no error was found, and every diagnostic either way.

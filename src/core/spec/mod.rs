@@ -37,25 +37,9 @@ use crate::core::version::Version;
 use raw::RawSpec;
 use serde::Serialize;
 
-/// Diagnostic codes of spec parsing and validation.
+/// The spec's diagnostic codes, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    pub const INVALID_SPEC: Code = "INVALID_SPEC";
-    pub const UNPINNED_VERSION: Code = "UNPINNED_VERSION";
-    pub const UNSAFE_VALUE: Code = "UNSAFE_VALUE";
-    /// A pip line that installs from a URL without naming the package (`git+https://...`).
-    pub const UNNAMED_REFERENCE: Code = "UNNAMED_REFERENCE";
-    /// A closure lock asked for on a spec whose closure envbuild cannot resolve yet (packages
-    /// installed beside the closure, a Windows target).
-    pub const CLOSURE_UNSUPPORTED: Code = "CLOSURE_UNSUPPORTED";
-    /// Every code above.
-    pub const ALL: &[Code] = &[
-        INVALID_SPEC,
-        UNPINNED_VERSION,
-        UNSAFE_VALUE,
-        UNNAMED_REFERENCE,
-        CLOSURE_UNSUPPORTED,
-    ];
+    pub use crate::core::codes::spec::*;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]

@@ -21,59 +21,9 @@ use bollard::Docker;
 pub(crate) use errors::{engine_error, is_not_found, short_error};
 use std::time::Duration;
 
-/// Diagnostic codes of the engine layer (listed in docs/image.md).
+/// Diagnostic codes of the engine layer, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {
-    use crate::core::diag::Code;
-    pub const ENGINE_UNREACHABLE: Code = "ENGINE_UNREACHABLE";
-    pub const ENGINE_ERROR: Code = "ENGINE_ERROR";
-    pub const BASE_IMAGE_MISSING: Code = "BASE_IMAGE_MISSING";
-    pub const BUILD_STEP_FAILED: Code = "BUILD_STEP_FAILED";
-    pub const BUILD_FAILED: Code = "BUILD_FAILED";
-    pub const CONTEXT_INVALID: Code = "CONTEXT_INVALID";
-    pub const IMAGE_NOT_FOUND: Code = "IMAGE_NOT_FOUND";
-    pub const NO_GPU_RUNTIME: Code = "NO_GPU_RUNTIME";
-    /// The NVIDIA runtime refused the image: its `NVIDIA_REQUIRE_CUDA` needs a newer driver.
-    pub const CUDA_DRIVER_TOO_OLD: Code = "CUDA_DRIVER_TOO_OLD";
-    /// The NVIDIA runtime refused the image for another of its requirements (`arch`, `brand`).
-    pub const GPU_REQUIREMENT_UNMET: Code = "GPU_REQUIREMENT_UNMET";
-    pub const INTERRUPTED: Code = "INTERRUPTED";
-    /// A base image could not be pulled (not in the registry, registry unreachable).
-    pub const PULL_FAILED: Code = "PULL_FAILED";
-    /// The tested image (or its verdict) could not be pushed.
-    pub const PUSH_FAILED: Code = "PUSH_FAILED";
-    /// `test --show-verdict`: the registry holds no verdict for the image, or one for another
-    /// digest.
-    pub const VERDICT_MISSING: Code = "VERDICT_MISSING";
-    /// The engine answered the ping, then did not answer a call within its limit.
-    pub const ENGINE_TIMEOUT: Code = "ENGINE_TIMEOUT";
-    /// The CA bundle named for the build (`[image] ca-bundle`, `PIP_CERT`, ...) is unusable.
-    pub const CA_BUNDLE_INVALID: Code = "CA_BUNDLE_INVALID";
-    /// A full lock needs the base image's digest and neither the registry nor the engine has
-    /// the image.
-    pub const BASE_DIGEST_UNAVAILABLE: Code = "BASE_DIGEST_UNAVAILABLE";
-
-    /// Every code of the engine layer, for docs/diagnostics.md's list (`app::codes::all`); the smoke
-    /// codes are listed with `smoke::codes`, the credentials' `REGISTRY_AUTH` with
-    /// `registry_auth::codes`.
-    pub const ALL: &[Code] = &[
-        ENGINE_UNREACHABLE,
-        ENGINE_ERROR,
-        BASE_IMAGE_MISSING,
-        BUILD_STEP_FAILED,
-        BUILD_FAILED,
-        CONTEXT_INVALID,
-        IMAGE_NOT_FOUND,
-        NO_GPU_RUNTIME,
-        CUDA_DRIVER_TOO_OLD,
-        GPU_REQUIREMENT_UNMET,
-        INTERRUPTED,
-        PULL_FAILED,
-        PUSH_FAILED,
-        BASE_DIGEST_UNAVAILABLE,
-        VERDICT_MISSING,
-        ENGINE_TIMEOUT,
-        CA_BUNDLE_INVALID,
-    ];
+    pub use crate::core::codes::docker::*;
 }
 
 /// Container labels envbuild sets (and filters on). The image labels are the ones the rendered
