@@ -1,7 +1,7 @@
 //! `envbuild doctor` through the real binary, with every probe overridden or served from
 //! recorded NVIDIA text (this machine has no GPU).
 
-use crate::support::{envbuild, fixture, root, script, write};
+use crate::support::{envbuild, fixture, root, script, stderr_of, stdout_of, write};
 use predicates::prelude::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -395,4 +395,59 @@ fn a_lock_is_checked_against_the_host() {
         1,
     );
     assert_eq!(check(&k80, "arch_coverage")["code"], "ARCH_MISSING");
+}
+
+/// The whole output, human and `--json`, for each kind of host against the committed
+/// `torch29-cu128` lock (and without a lock): the snapshots are the assertion, so a change to
+/// any line, code or field shows in review.
+#[test]
+fn doctor_output_snapshots() {
+    let lock = "specs/torch29-cu128/envbuild.lock";
+    let cases: [(&str, Option<&str>, &str, &str, i32); 6] = [
+        ("no-lock", None, "550.54.15", "A100", 0),
+        ("native", Some(lock), "570.133.20", "H100,RTX 5090", 0),
+        (
+            "minor-compat-arch-missing",
+            Some(lock),
+            "535.104.05",
+            "H100,K80",
+            1,
+        ),
+        ("driver-too-old", Some(lock), "470.82.01", "V100", 1),
+        (
+            "usage-unknown-gpu",
+            Some(lock),
+            "570.133.20",
+            "H100,Mystery GPU",
+            2,
+        ),
+        ("no-driver", Some(lock), "", "", 1),
+    ];
+    for (name, lock, driver, gpus, code) in cases {
+        for json in [false, true] {
+            let mut cmd = doctor();
+            cmd.current_dir(root());
+            if let Some(lock) = lock {
+                cmd.args(["--lock", lock]);
+            }
+            if !driver.is_empty() {
+                cmd.env("ENVBUILD_DRIVER_VERSION", driver);
+            }
+            if !gpus.is_empty() {
+                cmd.env("ENVBUILD_GPUS", gpus);
+            }
+            if json {
+                cmd.arg("--json");
+            }
+            let out = cmd.output().unwrap();
+            assert_eq!(out.status.code(), Some(code), "{name}: {}", stderr_of(&out));
+            let text = format!(
+                "exit: {code}\n--- stdout\n{}--- stderr\n{}",
+                stdout_of(&out),
+                stderr_of(&out)
+            );
+            let suffix = if json { ".json" } else { "" };
+            insta::assert_snapshot!(format!("doctor-{name}{suffix}"), text);
+        }
+    }
 }

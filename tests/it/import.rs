@@ -511,3 +511,29 @@ fn git_references_follow_one_rule_whatever_the_spelling() {
     }
     assert!(err.contains("@<40-hex commit>"), "{err}");
 }
+
+/// Every import fixture's whole output: the spec on stdout, the notes and errors on stderr, and
+/// the exit code (a requirements file is imported for Python 3.11). The snapshots are the
+/// assertion: a change to any kept, changed or dropped line shows in review.
+#[test]
+fn import_output_snapshots() {
+    let dir = root().join("tests/fixtures/import");
+    let names = files_in(&dir);
+    assert!(names.len() >= 15, "{names:?}");
+    for name in names {
+        let mut cmd = envbuild();
+        cmd.current_dir(&dir).args(["import", &name]);
+        if name.ends_with(".txt") {
+            cmd.args(["--python", "3.11"]);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = stderr_of(&out);
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        let text = format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{stderr}",
+            out.status.code().unwrap_or(-1),
+            stdout_of(&out)
+        );
+        insta::assert_snapshot!(format!("import-{name}"), text);
+    }
+}

@@ -47,6 +47,15 @@ fn error_fixtures_give_coded_messages_and_write_nothing() {
             "{name} left a file behind"
         );
         insta::assert_snapshot!(format!("error-{name}"), stderr);
+        // The same problems as the one JSON document on stdout, nothing on stderr.
+        let out = envbuild()
+            .current_dir(tmp.path())
+            .args(["lock", &name, "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name} --json");
+        assert_eq!(stderr_of(&out), "", "{name} --json");
+        insta::assert_snapshot!(format!("error-{name}.json"), stdout_of(&out));
     }
 }
 

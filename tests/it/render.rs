@@ -1406,3 +1406,43 @@ fn cli_pip_locations_reach_every_file_that_installs_pip_packages() {
         }
     }
 }
+
+/// `render`'s own refusals (it has no `--json`: its errors are the stderr text), each from the
+/// committed `torch29-cu128` lock with one defect: a value that could escape a Dockerfile line,
+/// a lock that is not a lock, a `--templates` file that fails. Nothing is written; the
+/// snapshots are the assertion.
+#[test]
+fn render_error_snapshots() {
+    let good = std::fs::read_to_string(root().join("specs/torch29-cu128/envbuild.lock")).unwrap();
+    let unsafe_base = good.replace(
+        "base = \"python:3.12-slim-bookworm\"",
+        "base = \"python:3.12; rm -rf /\"",
+    );
+    assert_ne!(unsafe_base, good);
+    let cases = [
+        ("unsafe-value", unsafe_base, false),
+        ("invalid-lock", "version = 1\nname = 3\n".to_string(), false),
+        ("template-error", good, true),
+    ];
+    for (name, lock, templates) in cases {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        std::fs::write(tmp.path().join("envbuild.lock"), lock).unwrap();
+        let mut cmd = envbuild();
+        cmd.current_dir(tmp.path())
+            .args(["render", "envbuild.lock", "--out", "out"]);
+        if templates {
+            std::fs::create_dir(tmp.path().join("tpl")).unwrap();
+            std::fs::write(tmp.path().join("tpl/Dockerfile.j2"), "{{ nope }}\n").unwrap();
+            cmd.args(["--templates", "tpl"]);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(!tmp.path().join("out").exists(), "{name} wrote its output");
+        let text = format!(
+            "--- stdout\n{}--- stderr\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        insta::assert_snapshot!(format!("render-error-{name}"), text);
+    }
+}
