@@ -8,6 +8,7 @@
 //! answers or `ENVBUILD_DOCKER_CHECK=0`). Checks, statuses, the verdict and the check table are
 //! `core::report`'s, shared with the smoke test.
 
+use crate::core::codes::docker;
 use crate::core::compat::{Os, Table};
 use crate::core::host::HostFacts;
 use crate::core::report::{render_checks, Check, Status, Verdict};
@@ -15,27 +16,51 @@ use crate::core::smoke::Expectations;
 use crate::core::version::{coverage, Cc, Coverage, Version};
 use serde::Serialize;
 
-/// Check codes of `envbuild doctor` (documented in `docs/smoke.md`).
-pub mod codes {
-    pub const OK: &str = "OK";
-    pub const NO_DRIVER: &str = "NO_DRIVER";
-    pub const CUDA_UNKNOWN: &str = "CUDA_UNKNOWN";
-    pub const NO_GPU: &str = "NO_GPU";
-    pub const GPU_CC_UNKNOWN: &str = "GPU_CC_UNKNOWN";
-    pub const DRIVER_NATIVE: &str = "DRIVER_NATIVE";
-    pub const DRIVER_MINOR_COMPAT: &str = "DRIVER_MINOR_COMPAT";
-    pub const DRIVER_TOO_OLD: &str = "DRIVER_TOO_OLD";
-    pub const ARCH_MISSING: &str = "ARCH_MISSING";
-    pub const ARCH_PTX_ONLY: &str = "ARCH_PTX_ONLY";
-    pub const NO_LOCK: &str = "NO_LOCK";
-    pub const CPU_BUILD: &str = "CPU_BUILD";
-    pub const NOT_CHECKED: &str = "NOT_CHECKED";
-    /// The container check's failure, whatever the cause; the cause is the engine's code
-    /// (`NO_GPU_RUNTIME`, `CUDA_DRIVER_TOO_OLD`, `GPU_REQUIREMENT_UNMET`, the codes `image` and
-    /// `test` report) in [`super::ContainerGpu::cause`] and in the detail.
-    pub const CONTAINER_GPU_UNAVAILABLE: &str = "CONTAINER_GPU_UNAVAILABLE";
-    /// The engine has no way to give a container a GPU (the code `image` and `test` give it).
-    pub const NO_GPU_RUNTIME: &str = "NO_GPU_RUNTIME";
+/// Declares [`Outcome`], its name for each variant and [`Outcome::ALL`].
+macro_rules! outcomes {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, )*) => {
+        /// How one of doctor's checks came out. A check outcome, not a diagnostic code (those are
+        /// `core::codes`'): its name is the check's `code` in the table and in `--json`
+        /// (documented in docs/smoke.md).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Outcome {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Outcome {
+            /// Every outcome, for the docs check.
+            pub const ALL: &[Outcome] = &[$( Outcome::$variant, )*];
+
+            /// The stable name tools match on (`DRIVER_NATIVE`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( Outcome::$variant => $name, )*
+                }
+            }
+        }
+    };
+}
+
+outcomes! {
+    Ok = "OK",
+    NoDriver = "NO_DRIVER",
+    CudaUnknown = "CUDA_UNKNOWN",
+    NoGpu = "NO_GPU",
+    GpuCcUnknown = "GPU_CC_UNKNOWN",
+    DriverNative = "DRIVER_NATIVE",
+    DriverMinorCompat = "DRIVER_MINOR_COMPAT",
+    /// The host's driver cannot run the lock's build (named apart from the resolver's
+    /// `DRIVER_TOO_OLD`, which judges the spec's target driver; doctor called it that before).
+    HostDriverTooOld = "HOST_DRIVER_TOO_OLD",
+    ArchMissing = "ARCH_MISSING",
+    ArchPtxOnly = "ARCH_PTX_ONLY",
+    NoLock = "NO_LOCK",
+    CpuBuild = "CPU_BUILD",
+    NotChecked = "NOT_CHECKED",
+    /// The container check's failure, whatever the cause; the cause is the engine's diagnostic
+    /// code (`NO_GPU_RUNTIME`, `CUDA_DRIVER_TOO_OLD`, `GPU_REQUIREMENT_UNMET`, the codes `image`
+    /// and `test` report) in [`ContainerGpu::cause`] and in the detail.
+    ContainerGpuUnavailable = "CONTAINER_GPU_UNAVAILABLE",
 }
 
 /// What to do next, by check code: the hint line under a failed or warning check.
@@ -154,11 +179,11 @@ impl DoctorReport {
     }
 }
 
-fn check(name: &str, status: Status, code: &str, detail: String) -> Check {
+fn check(name: &str, status: Status, outcome: Outcome, detail: String) -> Check {
     Check {
         name: name.to_string(),
         status,
-        code: code.to_string(),
+        code: outcome.as_str().to_string(),
         detail,
         required: true,
         value: None,
@@ -191,7 +216,7 @@ pub fn evaluate(
         Some(d) => checks.push(check(
             "driver",
             Pass,
-            codes::OK,
+            Outcome::Ok,
             format!("NVIDIA driver {d} (from {})", host.driver_source),
         )),
         None => {
@@ -203,7 +228,7 @@ pub fn evaluate(
             let c = check(
                 "driver",
                 if cpu_lock { Warn } else { Fail },
-                codes::NO_DRIVER,
+                Outcome::NoDriver,
                 format!("no NVIDIA driver found{why}"),
             );
             // A CPU lock needs no driver: nothing to do, so no hint.
@@ -219,7 +244,7 @@ pub fn evaluate(
             Some(c) => check(
                 "cuda_driver",
                 Pass,
-                codes::OK,
+                Outcome::Ok,
                 format!(
                     "the driver supports CUDA up to {c} (from {})",
                     host.cuda_source
@@ -228,7 +253,7 @@ pub fn evaluate(
             None => optional(check(
                 "cuda_driver",
                 Warn,
-                codes::CUDA_UNKNOWN,
+                Outcome::CudaUnknown,
                 "the highest CUDA this driver supports is unknown".to_string(),
             )),
         });
@@ -237,7 +262,7 @@ pub fn evaluate(
                 check(
                     "gpus",
                     if cpu_lock { Warn } else { Fail },
-                    codes::NO_GPU,
+                    Outcome::NoGpu,
                     format!(
                         "the driver is present but lists no GPU (from {})",
                         host.gpus_source
@@ -259,9 +284,9 @@ pub fn evaluate(
                 "gpus",
                 if unknown { Warn } else { Pass },
                 if unknown {
-                    codes::GPU_CC_UNKNOWN
+                    Outcome::GpuCcUnknown
                 } else {
-                    codes::OK
+                    Outcome::Ok
                 },
                 format!("{} (from {})", list.join("; "), host.gpus_source),
             );
@@ -273,13 +298,13 @@ pub fn evaluate(
         None => checks.push(optional(check(
             "lock",
             Skip,
-            codes::NO_LOCK,
+            Outcome::NoLock,
             "no lock given: pass --expect-file to check a build against this host".to_string(),
         ))),
         Some(e) if e.cuda.is_none() => checks.push(optional(check(
             "driver_compat",
             Skip,
-            codes::CPU_BUILD,
+            Outcome::CpuBuild,
             "the lock is a CPU build: no driver needed".to_string(),
         ))),
         Some(e) => {
@@ -305,14 +330,14 @@ pub fn evaluate(
 fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
     let name = "driver_compat";
     let Some(build) = &e.cuda else {
-        return check(name, Status::Skip, codes::CPU_BUILD, "CPU build".into());
+        return check(name, Status::Skip, Outcome::CpuBuild, "CPU build".into());
     };
     // The driver check above already carries NO_DRIVER's hint: said once.
     let Some(driver) = &host.driver else {
         return check(
             name,
             Status::Fail,
-            codes::NO_DRIVER,
+            Outcome::NoDriver,
             format!("the lock's CUDA {build} build needs an NVIDIA driver"),
         );
     };
@@ -326,7 +351,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
         return check(
             name,
             Status::Pass,
-            codes::DRIVER_NATIVE,
+            Outcome::DriverNative,
             format!("driver {driver} runs the lock's CUDA {build} build natively"),
         );
     }
@@ -336,7 +361,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
         Some(f) if build.major() >= 11 && driver >= &f => optional(check(
             name,
             Status::Warn,
-            codes::DRIVER_MINOR_COMPAT,
+            Outcome::DriverMinorCompat,
             format!(
                 "driver {driver} runs the CUDA {build} build through minor-version compatibility \
                  (floor {f}); code that JIT-compiles newer PTX can fail: {hint}"
@@ -345,7 +370,7 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
         Some(f) => check(
             name,
             Status::Fail,
-            codes::DRIVER_TOO_OLD,
+            Outcome::HostDriverTooOld,
             format!(
                 "driver {driver} is too old for the lock's CUDA {build} build (needs >= {f}): {hint}"
             ),
@@ -353,13 +378,13 @@ fn driver_compat(host: &HostFacts, e: &DoctorExpect) -> Check {
         None if e.driver_native.is_none() && host.cuda.is_none() => optional(check(
             name,
             Status::Warn,
-            codes::CUDA_UNKNOWN,
+            Outcome::CudaUnknown,
             format!("cannot tell whether driver {driver} runs CUDA {build}: its CUDA level is unknown"),
         )),
         None => check(
             name,
             Status::Fail,
-            codes::DRIVER_TOO_OLD,
+            Outcome::HostDriverTooOld,
             format!("driver {driver} is too old for the lock's CUDA {build} build: {hint}"),
         ),
     }
@@ -375,7 +400,7 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
         return Some(optional(check(
             name,
             Status::Skip,
-            codes::NOT_CHECKED,
+            Outcome::NotChecked,
             "the lock names no architectures".into(),
         )));
     }
@@ -410,7 +435,7 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
         check(
             name,
             Status::Fail,
-            codes::ARCH_MISSING,
+            Outcome::ArchMissing,
             format!(
                 "the build ({}) has no kernel image for {}: pick a build whose arch list covers it",
                 carried.join(" "),
@@ -421,14 +446,14 @@ fn arch_check(host: &HostFacts, e: &DoctorExpect) -> Option<Check> {
         optional(check(
             name,
             Status::Warn,
-            codes::ARCH_PTX_ONLY,
+            Outcome::ArchPtxOnly,
             format!(
                 "no cubin for {}: PTX is JIT-compiled at first use (slow start) or coverage unknown",
                 ptx_only.join(", ")
             ),
         ))
     } else {
-        check(name, Status::Pass, codes::OK, ok.join("; "))
+        check(name, Status::Pass, Outcome::Ok, ok.join("; "))
     })
 }
 
@@ -440,12 +465,12 @@ pub fn container_check(c: Option<&ContainerGpu>) -> Check {
     let name = "container_gpu";
     let unavailable = |status: Status, c: &ContainerGpu, cause: &str| {
         let hint = match cause {
-            codes::NO_GPU_RUNTIME if c.verified.is_none() => {
+            docker::NO_GPU_RUNTIME if c.verified.is_none() => {
                 format!("{}; {}", hints::NO_GPU_RUNTIME, hints::UNVERIFIED)
             }
-            codes::NO_GPU_RUNTIME => hints::NO_GPU_RUNTIME.to_string(),
-            "CUDA_DRIVER_TOO_OLD" => hints::CUDA_DRIVER_TOO_OLD.to_string(),
-            "GPU_REQUIREMENT_UNMET" => hints::GPU_REQUIREMENT_UNMET.to_string(),
+            docker::NO_GPU_RUNTIME => hints::NO_GPU_RUNTIME.to_string(),
+            docker::CUDA_DRIVER_TOO_OLD => hints::CUDA_DRIVER_TOO_OLD.to_string(),
+            docker::GPU_REQUIREMENT_UNMET => hints::GPU_REQUIREMENT_UNMET.to_string(),
             _ => hints::UNVERIFIED.to_string(),
         };
         let detail = if cause.is_empty() || c.detail.contains(cause) {
@@ -453,7 +478,7 @@ pub fn container_check(c: Option<&ContainerGpu>) -> Check {
         } else {
             format!("{} ({cause})", c.detail)
         };
-        let mut check = check(name, status, codes::CONTAINER_GPU_UNAVAILABLE, detail);
+        let mut check = check(name, status, Outcome::ContainerGpuUnavailable, detail);
         check.hint = Some(hint);
         check
     };
@@ -461,27 +486,27 @@ pub fn container_check(c: Option<&ContainerGpu>) -> Check {
         None => optional(check(
             name,
             Status::Skip,
-            codes::NOT_CHECKED,
+            Outcome::NotChecked,
             "the Docker engine was not asked".into(),
         )),
         Some(c) if c.verified.is_none() && c.nvidia_runtime.is_none() && c.cdi.is_none() => {
             optional(check(
                 name,
                 Status::Skip,
-                codes::NOT_CHECKED,
+                Outcome::NotChecked,
                 c.detail.clone(),
             ))
         }
         Some(c) if c.verified == Some(true) => {
-            check(name, Status::Pass, codes::OK, c.detail.clone())
+            check(name, Status::Pass, Outcome::Ok, c.detail.clone())
         }
         Some(c) if c.verified == Some(false) => {
             unavailable(Status::Fail, c, c.cause.as_deref().unwrap_or_default())
         }
         Some(c) if c.nvidia_runtime == Some(true) || c.cdi == Some(true) => {
-            optional(check(name, Status::Pass, codes::OK, c.detail.clone()))
+            optional(check(name, Status::Pass, Outcome::Ok, c.detail.clone()))
         }
-        Some(c) => optional(unavailable(Status::Warn, c, codes::NO_GPU_RUNTIME)),
+        Some(c) => optional(unavailable(Status::Warn, c, docker::NO_GPU_RUNTIME)),
     }
 }
 
@@ -571,7 +596,10 @@ mod tests {
             Some(&e),
             None,
         );
-        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_NATIVE);
+        assert_eq!(
+            find(&r, "driver_compat").code,
+            Outcome::DriverNative.as_str()
+        );
         assert_eq!(r.status, Verdict::Pass);
 
         let r = evaluate(
@@ -582,7 +610,7 @@ mod tests {
         let c = find(&r, "driver_compat");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (Status::Warn, codes::DRIVER_MINOR_COMPAT)
+            (Status::Warn, Outcome::DriverMinorCompat.as_str())
         );
         assert_eq!(r.status, Verdict::Pass);
 
@@ -594,7 +622,7 @@ mod tests {
         let c = find(&r, "driver_compat");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (Status::Fail, codes::DRIVER_TOO_OLD)
+            (Status::Fail, Outcome::HostDriverTooOld.as_str())
         );
         assert!(c.detail.contains("525.60.13"), "{}", c.detail);
         assert_eq!(r.status, Verdict::Fail);
@@ -609,7 +637,10 @@ mod tests {
             Some(&e),
             None,
         );
-        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_TOO_OLD);
+        assert_eq!(
+            find(&r, "driver_compat").code,
+            Outcome::HostDriverTooOld.as_str()
+        );
     }
 
     #[test]
@@ -621,13 +652,19 @@ mod tests {
             Some(&e),
             None,
         );
-        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_NATIVE);
+        assert_eq!(
+            find(&r, "driver_compat").code,
+            Outcome::DriverNative.as_str()
+        );
         let r = evaluate(
             &host(Some("550.40.07"), None, &[("H100", H100)]),
             Some(&e),
             None,
         );
-        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_MINOR_COMPAT);
+        assert_eq!(
+            find(&r, "driver_compat").code,
+            Outcome::DriverMinorCompat.as_str()
+        );
     }
 
     /// NVIDIA lists a toolkit driver per update (12.8 GA 570.26, 12.8.1 570.124.06), but an
@@ -643,21 +680,27 @@ mod tests {
             None,
         );
         let c = find(&r, "driver_compat");
-        assert_eq!(c.code, codes::DRIVER_NATIVE, "{}", c.detail);
+        assert_eq!(c.code, Outcome::DriverNative.as_str(), "{}", c.detail);
         // A driver of the previous minor still runs it only through minor-version compatibility.
         let r = evaluate(
             &host(Some("560.35.03"), Some("12.6"), &[("H100", H100)]),
             Some(&e),
             None,
         );
-        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_MINOR_COMPAT);
+        assert_eq!(
+            find(&r, "driver_compat").code,
+            Outcome::DriverMinorCompat.as_str()
+        );
         // A newer major's driver runs an older major natively.
         let r = evaluate(
             &host(Some("580.65.06"), Some("13.0"), &[("H100", H100)]),
             Some(&e),
             None,
         );
-        assert_eq!(find(&r, "driver_compat").code, codes::DRIVER_NATIVE);
+        assert_eq!(
+            find(&r, "driver_compat").code,
+            Outcome::DriverNative.as_str()
+        );
     }
 
     #[test]
@@ -670,7 +713,7 @@ mod tests {
         );
         assert_eq!(
             find(&evaluate(&h, Some(&e), None), "arch_coverage").code,
-            codes::OK
+            Outcome::Ok.as_str()
         );
         let h = host(
             Some("570.133.20"),
@@ -679,14 +722,14 @@ mod tests {
         );
         assert_eq!(
             find(&evaluate(&h, Some(&e), None), "arch_coverage").code,
-            codes::ARCH_PTX_ONLY
+            Outcome::ArchPtxOnly.as_str()
         );
         let e = expect("12.8", &["sm_80", "sm_90"]);
         let r = evaluate(&h, Some(&e), None);
         let c = find(&r, "arch_coverage");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (Status::Fail, codes::ARCH_MISSING)
+            (Status::Fail, Outcome::ArchMissing.as_str())
         );
         assert!(c.detail.contains("sm_100"), "{}", c.detail);
         assert_eq!(r.status, Verdict::Fail);
@@ -700,7 +743,7 @@ mod tests {
         let c = find(&r, "driver");
         assert_eq!(
             (c.status, c.code.as_str()),
-            (Status::Fail, codes::NO_DRIVER)
+            (Status::Fail, Outcome::NoDriver.as_str())
         );
         assert!(c.detail.contains("no NVIDIA driver found"));
         assert!(c.detail.contains("libnvidia-ml"));
@@ -710,15 +753,15 @@ mod tests {
         let hints = r.checks.iter().filter(|c| c.hint.is_some()).count();
         assert_eq!(
             (find(&r, "driver_compat").code.as_str(), hints),
-            (codes::NO_DRIVER, 1)
+            (Outcome::NoDriver.as_str(), 1)
         );
         assert_eq!(r.status, Verdict::Fail);
-        assert_eq!(find(&r, "container_gpu").code, codes::NOT_CHECKED);
+        assert_eq!(find(&r, "container_gpu").code, Outcome::NotChecked.as_str());
 
         let cpu = DoctorExpect::default();
         let r = evaluate(&h, Some(&cpu), None);
         assert_eq!(r.status, Verdict::Pass);
-        assert_eq!(find(&r, "driver_compat").code, codes::CPU_BUILD);
+        assert_eq!(find(&r, "driver_compat").code, Outcome::CpuBuild.as_str());
     }
 
     #[test]
@@ -728,13 +771,13 @@ mod tests {
             nvidia_runtime: Some(true),
             cdi: None,
             verified: Some(false),
-            cause: Some(codes::NO_GPU_RUNTIME.into()),
+            cause: Some(crate::core::codes::docker::NO_GPU_RUNTIME.into()),
             detail: "a --gpus all container saw no GPU".into(),
         };
         let r = evaluate(&h, None, Some(bad));
         assert_eq!(
             find(&r, "container_gpu").code,
-            codes::CONTAINER_GPU_UNAVAILABLE
+            Outcome::ContainerGpuUnavailable.as_str()
         );
         assert_eq!(r.status, Verdict::Fail);
     }
