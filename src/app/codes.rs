@@ -23,6 +23,7 @@ pub fn all() -> Vec<&'static str> {
     v.push(crate::core::compat::TABLE_INVALID);
     v.extend_from_slice(crate::core::learn::codes::ALL);
     v.extend_from_slice(crate::core::resolve::codes::ALL);
+    v.extend_from_slice(crate::core::resolve::choose::codes::ALL);
     v.push(crate::core::render::codes::TEMPLATE_ERROR);
     v.push(crate::core::render::TEMPLATE_BUDGET);
     v.extend_from_slice(crate::core::closure::verify::codes::ALL);
