@@ -5,6 +5,8 @@
 //! first that locks is the choice. `envbuild explain` shows the same weighing; hints for a spec
 //! nothing satisfies widen a range and weigh again. This module performs no I/O.
 
+mod reasons;
+
 use super::build::{build_for, selectors};
 use super::codes::*;
 use super::types::{Build, Ctx, Gpu};
@@ -518,18 +520,30 @@ pub fn choose(u: &Unpinned, table: &Table, held: &Held) -> Result<Spec, Vec<Diag
                 "the spec is incomplete",
             )]
         })?;
-    spec.choices = super::reasons::choices(u, table, &w, c);
+    spec.choices = reasons::choices(u, table, &w, c);
     Ok(spec)
 }
 
 /// The error when nothing satisfies: the constraint the closest candidate fails, and a hint
 /// that widens one range, proven by weighing again (the candidate it names locks).
 fn no_match(u: &Unpinned, table: &Table, w: &Weighed) -> Diagnostic {
-    let asked = super::reasons::asked_text(u, w.source);
+    let asked = reasons::asked_text(u, w.source);
+    // The candidate that gets furthest; among those, the first (the best ranked, or the newest).
     let closest = w
         .candidates
         .iter()
-        .max_by_key(|c| (c.failed_at().unwrap_or(usize::MAX), Reverse(c.rank.clone())));
+        .fold(None::<&Candidate>, |best, c| match best {
+            Some(b) if b.failed_at() >= c.failed_at() => Some(b),
+            _ => Some(c),
+        });
+    let (field, _) = closest.map_or(("pytorch".into(), String::new()), |c| column(c, w));
+    let field = match field.as_str() {
+        "Python" => "python",
+        "the build" => selector_key(w.source),
+        "the driver" => "target.driver",
+        f if f.starts_with("GPU ") => "target.gpus",
+        _ => "pytorch",
+    };
     let message = match closest {
         None => format!(
             "no build satisfies {asked}: the table has no release in these ranges from {}",
@@ -543,8 +557,8 @@ fn no_match(u: &Unpinned, table: &Table, w: &Weighed) -> Diagnostic {
             )
         }
     };
-    let mut d = super::err(codes::NO_MATCHING_BUILD, "pytorch", message);
-    d.hint = Some(super::reasons::widen_hint(u, table).unwrap_or_else(|| {
+    let mut d = super::err(codes::NO_MATCHING_BUILD, field, message);
+    d.hint = Some(reasons::widen_hint(u, table).unwrap_or_else(|| {
         "widen a range; `envbuild explain SPEC --all` shows every candidate and the constraint it fails".into()
     }));
     d

@@ -11,7 +11,7 @@
 //! share their types through `types`. After every rule has run, the errors that ask for a hint
 //! get one (`hints`): an alternative proven by resolving the changed spec, and a hint's text
 //! reads back as the change it proposes ([`Proposal`]). Before all that, a spec whose core keys
-//! are ranges gets its versions chosen (`unpinned`, `choose`, `reasons`): the candidates that
+//! are ranges gets its versions chosen (`unpinned`, `choose`): the candidates that
 //! satisfy the ranges and the target, in one order of preference, the first that locks.
 
 mod assemble;
@@ -28,7 +28,6 @@ mod install;
 mod packages;
 mod proposal;
 mod python;
-mod reasons;
 mod types;
 mod unconfirmed;
 mod unpinned;

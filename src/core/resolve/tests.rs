@@ -754,7 +754,8 @@ fn a_pytorch_range_chooses_the_newest_release_the_spec_locks_with() {
     let d = &e.diagnostics[0];
     assert_eq!(d.code, choose::codes::NO_MATCHING_BUILD, "{e}");
     let hint = d.hint.clone().unwrap();
-    assert!(hint.starts_with("widen "), "{hint}");
+    assert!(hint.starts_with("use pytorch = "), "{hint}");
+    assert_hint_locks(&text, &hint);
 }
 
 #[test]

@@ -121,13 +121,32 @@ impl Req {
 }
 
 fn pep440(s: &str) -> Result<pep440_rs::VersionSpecifiers, String> {
-    pep440_rs::VersionSpecifiers::from_str(s)
-        .map_err(|e| format!("is not a PEP 440 version specifier ({e})"))
+    pep440_rs::VersionSpecifiers::from_str(s).map_err(|e| {
+        format!(
+            "is not a PEP 440 version specifier ({})",
+            first_line(&e.to_string())
+        )
+    })
 }
 
 fn conda(s: &str) -> Result<rattler_conda_types::VersionSpec, String> {
     rattler_conda_types::VersionSpec::from_str(s, rattler_conda_types::ParseStrictness::Lenient)
-        .map_err(|e| format!("is not a conda version spec ({e})"))
+        .map_err(|e| {
+            format!(
+                "is not a conda version spec ({})",
+                first_line(&e.to_string())
+            )
+        })
+}
+
+/// The first line of a parser's message (the rest draws a caret under the input).
+fn first_line(s: &str) -> String {
+    s.lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .trim_end_matches(':')
+        .to_string()
 }
 
 /// What a spec asked for where it gave no exact version, by core key; empty for an exact spec

@@ -3,7 +3,7 @@
 //! satisfies (a range widened, its choice proven by weighing again). This module performs no
 //! I/O.
 
-use super::choose::{companions, source_name, widened_choice, Candidate, Cell, Weighed};
+use super::{companions, source_name, widened_choice, Candidate, Cell, Weighed};
 use crate::core::compat::Table;
 use crate::core::spec::{selector_key, Choice, Pin, Req, Source, Unpinned};
 use std::collections::BTreeMap;
@@ -151,9 +151,9 @@ pub(super) fn widen_hint(u: &Unpinned, table: &Table) -> Option<String> {
             })
             .collect();
         Some(format!(
-            "widen {}: {} locks for this target",
-            names.join(", "),
-            set.join(", ")
+            "use {} (widening {}): it satisfies the driver and every GPU",
+            set.join(", "),
+            names.join(", ")
         ))
     })
 }
