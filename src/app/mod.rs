@@ -4,6 +4,7 @@
 
 pub mod codes;
 pub mod doctor;
+pub mod explain;
 pub mod image;
 pub mod image_many;
 pub mod import;

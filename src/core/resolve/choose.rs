@@ -102,6 +102,9 @@ impl Candidate {
 /// What the resolver weighed: the candidates, best first, and the one chosen.
 #[derive(Debug, Clone, Serialize)]
 pub struct Weighed {
+    /// The spec's core keys in one phrase (`pytorch *, pytorch-cuda 11.8, python 3.10 on the
+    /// pytorch channel`).
+    pub asked: String,
     pub source: Source,
     /// The target GPUs, as the table names them (one column each).
     pub gpus: Vec<String>,
@@ -117,6 +120,7 @@ pub struct Weighed {
 pub fn weigh(u: &Unpinned, table: &Table, held: &Held, prove_all: bool) -> Weighed {
     let source = u.rest.source().unwrap_or(Source::Pypi);
     let mut out = Weighed {
+        asked: reasons::asked_text(u, source),
         source,
         gpus: Vec::new(),
         candidates: Vec::new(),
@@ -527,7 +531,7 @@ pub fn choose(u: &Unpinned, table: &Table, held: &Held) -> Result<Spec, Vec<Diag
 /// The error when nothing satisfies: the constraint the closest candidate fails, and a hint
 /// that widens one range, proven by weighing again (the candidate it names locks).
 fn no_match(u: &Unpinned, table: &Table, w: &Weighed) -> Diagnostic {
-    let asked = reasons::asked_text(u, w.source);
+    let asked = &w.asked;
     // The candidate that gets furthest; among those, the first (the best ranked, or the newest).
     let closest = w
         .candidates
