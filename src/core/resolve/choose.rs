@@ -480,7 +480,8 @@ fn prove(u: &Unpinned, table: &Table, held: &Held, all: bool, w: &mut Weighed) {
         w.candidates[i].locks = cell;
         if ok && w.chosen.is_none() {
             w.chosen = Some(i);
-            w.held = Some(i) == held_at;
+            // Kept only when it differs from the fresh choice: a better-ranked candidate passes.
+            w.held = Some(i) == held_at && (0..i).any(|j| w.candidates[j].rank.is_some());
         }
     }
 }
