@@ -2,7 +2,7 @@
 //! disk (`--locked`). Reads the spec and the lock; writes the lock. Prints nothing.
 
 use super::codes::{LOCK_MISSING, LOCK_STALE};
-use super::{load_spec, lock_path, resolve_loaded};
+use super::{load_spec_holding, lock_path, resolve_loaded};
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::{changed_keys, Lock};
@@ -49,7 +49,7 @@ pub enum LockOutcome {
 
 /// Resolve the spec and write or check its lock.
 pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure> {
-    let loaded = match load_spec(req.spec, table) {
+    let loaded = match load_spec_holding(req.spec, table, &held(req)) {
         Ok(l) => l,
         Err(diagnostics) => return Ok(LockOutcome::Refused { diagnostics }),
     };
@@ -163,6 +163,20 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         path,
         diagnostics,
     })
+}
+
+/// The choices of the lock on disk (at `--out`, else beside the spec) for the spec's ranges:
+/// they stand while they satisfy the spec; `--upgrade` chooses again.
+fn held(req: &LockRequest<'_>) -> crate::core::resolve::choose::Held {
+    if req.upgrade {
+        return Default::default();
+    }
+    let held = super::held_choices(&lock_path(req.spec, req.out));
+    if held.is_empty() {
+        super::held_choices(&lock_path(req.spec, None))
+    } else {
+        held
+    }
 }
 
 /// Why a lock about to be written (or found current) cannot be: its closure fails its own

@@ -4,6 +4,7 @@
 
 pub mod codes;
 pub mod doctor;
+pub mod explain;
 pub mod image;
 pub mod image_many;
 pub mod import;
@@ -46,9 +47,20 @@ pub struct LoadedSpec {
 /// spec is invalid but resolvable, its resolution problems are reported too (every problem at
 /// once).
 pub fn load_spec(path: &Path, table: &Table) -> Result<LoadedSpec, Vec<Diagnostic>> {
+    load_spec_holding(path, table, &Default::default())
+}
+
+/// [`load_spec`], keeping the choices `held` (a lock's `[choices]`) for the spec's ranges while
+/// they still satisfy it.
+pub fn load_spec_holding(
+    path: &Path,
+    table: &Table,
+    held: &crate::core::resolve::choose::Held,
+) -> Result<LoadedSpec, Vec<Diagnostic>> {
     let display = crate::core::diag::shown(path);
     let text = read_text(path, Input::Spec).map_err(|f| f.diagnostics)?;
-    match crate::core::resolve::parse_spec(&text, Format::from_path(path), &display, table) {
+    let format = Format::from_path(path);
+    match crate::core::resolve::parse_spec_holding(&text, format, &display, table, held) {
         Ok(spec) => Ok(LoadedSpec {
             spec,
             text,
@@ -85,6 +97,16 @@ pub fn resolve_loaded(loaded: &LoadedSpec, table: &Table) -> Resolution {
         }
     }
     res
+}
+
+/// The choices a lock on disk made for its spec's ranges (key -> chosen), to keep them; empty
+/// when there is no readable lock.
+pub fn held_choices(path: &Path) -> crate::core::resolve::choose::Held {
+    read_text(path, Input::Lock)
+        .ok()
+        .and_then(|t| Lock::from_toml(&t).ok())
+        .map(|l| l.choices.into_iter().map(|(k, c)| (k, c.chosen)).collect())
+        .unwrap_or_default()
 }
 
 /// Where the lock of a spec lives: beside it, or in `out`.

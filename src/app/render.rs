@@ -2,7 +2,7 @@
 //! templates, and every file written at once (all or nothing). Reads the input and
 //! `--templates`; writes the output directory. Prints nothing.
 
-use super::{load_spec, read_lock, resolve_loaded};
+use super::{load_spec_holding, read_lock, resolve_loaded};
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::Lock;
@@ -36,7 +36,9 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
             warnings: Vec::new(),
         });
     }
-    let loaded = match load_spec(input, table) {
+    // The lock beside the spec holds the choices for its ranges.
+    let held = super::held_choices(&super::lock_path(input, None));
+    let loaded = match load_spec_holding(input, table, &held) {
         Ok(l) => l,
         Err(diags) => return Ok(LockFor::Refused(diags)),
     };

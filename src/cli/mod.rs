@@ -103,6 +103,44 @@ pub enum Command {
     Import(ImportArgs),
     /// Print the spec's JSON Schema (draft 2020-12), for editors and validators.
     Schema(SchemaArgs),
+    /// Show the candidates the resolver weighed for a spec's ranges, and the one it chose.
+    Explain(ExplainArgs),
+}
+
+/// `explain --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    /// Aligned columns for a terminal.
+    Table,
+    /// A Markdown table, e.g. for a CI job summary.
+    Markdown,
+    /// The candidates and every verdict as one JSON document.
+    Json,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = exit_codes!(
+    before: "\
+Each row is a candidate (torch release x build x Python) that satisfies the spec's ranges and
+source, best first by the order docs/choosing.md gives; each column is a constraint: Python
+support, the build the source publishes for the platform, the target driver, each target GPU,
+and whether the whole spec locks with it. `ok` passes, `~` passes with a caveat the order
+weighs, `no` fails, `-` was not reached. The chosen one is marked `*`.",
+    "a candidate locks (the table shows the chosen one)",
+    "the spec is invalid, or nothing locks (NO_MATCHING_BUILD)"
+))]
+pub struct ExplainArgs {
+    /// The spec file (TOML, or YAML with the same keys).
+    pub spec: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExplainFormat::Table)]
+    pub format: ExplainFormat,
+    /// Show every candidate weighed (default: the best `--top` and the chosen one).
+    #[arg(long)]
+    pub all: bool,
+    /// How many of the best candidates to show without `--all`.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
 }
 
 #[derive(Debug, Args)]

@@ -35,6 +35,14 @@ fn report(json: bool, diags: &[Diagnostic], lock: Option<&Lock>) -> Result<(), F
         })
     } else {
         eprint_diagnostics(diags);
+        for (key, c) in lock.map(|l| &l.choices).into_iter().flatten() {
+            eprintln!(
+                "note[{}]: {key} = \"{}\" ({})",
+                crate::core::resolve::choose::codes::CHOSEN,
+                c.chosen,
+                c.reason
+            );
+        }
         Ok(())
     }
 }

@@ -12,6 +12,7 @@ mod test;
 pub mod verdicts;
 
 mod doctor;
+mod explain;
 mod smoke;
 
 use crate::app::load_table;
@@ -146,7 +147,8 @@ fn json_requested(command: &Command) -> Option<JsonShape> {
         | Command::Render(_)
         | Command::Templates(_)
         | Command::Matrix(_)
-        | Command::Schema(_) => (false, JsonShape::Verdict),
+        | Command::Schema(_)
+        | Command::Explain(_) => (false, JsonShape::Verdict),
     };
     json.then_some(shape)
 }
@@ -178,6 +180,7 @@ fn run_command(cli: Cli) -> Result<i32, Failure> {
         Command::Image(args) => image::run(&table, args),
         Command::Test(args) => test::run(&table, args),
         Command::Matrix(args) => matrix::run(&table, &args),
+        Command::Explain(args) => explain::run(&table, &args),
         Command::Schema(_) => json_text(&crate::core::spec::schema::schema()).and_then(|t| {
             out(&t)?;
             Ok(crate::core::diag::exit::OK)

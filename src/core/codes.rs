@@ -170,6 +170,11 @@ registry! {
     mod fs {
         OUTPUT_SYMLINK: Error, "An output folder, or a file in it, is a symbolic link.";
     }
+    /// Choosing versions for the spec's ranges (`core::resolve::choose::codes`).
+    mod choose {
+        NO_MATCHING_BUILD: Error, "No candidate of the table satisfies the spec's ranges and the target.";
+        CHOSEN: Warning, "A note of `lock`: the version chosen for a range of the spec, and why.";
+    }
     /// The use cases (`app::codes`).
     mod app {
         OUTPUT_EXISTS: Error, "An output file exists and `--force` was not given.";

@@ -176,6 +176,10 @@ pub struct Lock {
     /// Why envbuild added or chose something the spec did not say (e.g. a NumPy 1.x pin).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Each version envbuild chose for a range of the spec (`pytorch = ">=2.3"`), what was
+    /// asked and why that one (docs/choosing.md).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub choices: BTreeMap<String, crate::core::spec::Choice>,
     /// sha256 of exactly what the closure's resolution depended on (`core::closure::Inputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closure_inputs: Option<String>,

@@ -10,6 +10,7 @@ pub mod diag;
 pub mod docker_config;
 pub mod doctor;
 pub mod expectations;
+pub mod explain;
 pub mod hash;
 pub mod host;
 pub mod image_ref;

@@ -297,7 +297,7 @@ fn junit_is_written_for_every_failure_of_every_command_that_takes_it() {
     let bad_spec = write(
         d,
         "bad.toml",
-        "name = \"x\"\npython = \"3.11\"\npytorch = \"latest\"\n",
+        "name = \"x\"\npython = \"3.11\"\npytorch = \">=99\"\n",
     );
     let good_spec = write(
         d,
@@ -313,7 +313,7 @@ fn junit_is_written_for_every_failure_of_every_command_that_takes_it() {
     let no_engine = "unix:///nonexistent/envbuild-junit.sock";
     let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["image".into(), s(&bad_spec)], "UNPINNED_VERSION"),
+        (vec!["image".into(), s(&bad_spec)], "NO_MATCHING_BUILD"),
         (vec!["image".into(), s(&good_spec)], "LOCK_MISSING"),
         (
             vec![

@@ -7,6 +7,7 @@
 mod architecture;
 // Child processes: time limits and interrupts kill the whole process group.
 mod children;
+mod choose;
 // docs/ci.md's workflows parse, and their envbuild command lines with them.
 mod ci_docs;
 // Flags and help texts every command shares (`--expect-file`, `--gpus`, `--shm-size`, exit codes).

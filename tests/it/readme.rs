@@ -209,6 +209,7 @@ fn every_diagnostic_code_is_documented() {
     // Each row sits under the heading of the severity the registry declares for its code.
     let warnings: BTreeSet<String> = [
         section(&doc, "## Warnings"),
+        section(&doc, "## Notes from `envbuild lock`"),
         section(&doc, "## Notes from `envbuild import`"),
     ]
     .into_iter()

@@ -61,6 +61,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         packages: p.packages.map,
         gpus: p.gpus,
         notes: p.packages.notes,
+        choices: spec.choices.clone(),
         closure_inputs: None,
         closure_sha256: None,
         closure_resolver: None,

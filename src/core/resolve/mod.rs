@@ -9,14 +9,16 @@
 //! (`install`); the base image and image settings (`image`); the lock itself (`assemble`); and
 //! how rules are judged when the table marks a fact unconfirmed (`unconfirmed`). The rules
 //! share their types through `types`. After every rule has run, the errors that ask for a hint
-//! get one (`hints`): an alternative proven by resolving the changed spec. The same holds for
-//! an unpinned `python` or `pytorch` of a spec that did not validate (`unpinned`), and a hint's
-//! text reads back as the change it proposes ([`Proposal`]).
+//! get one (`hints`): an alternative proven by resolving the changed spec, and a hint's text
+//! reads back as the change it proposes ([`Proposal`]). Before all that, a spec whose core keys
+//! are ranges gets its versions chosen (`unpinned`, `choose`): the candidates that
+//! satisfy the ranges and the target, in one order of preference, the first that locks.
 
 mod assemble;
 mod build;
 mod channels;
 mod check;
+pub mod choose;
 mod driver;
 mod glibc;
 mod gpu;
@@ -41,7 +43,7 @@ pub use channels::insecure_source;
 pub use image::default_jupyterlab;
 pub use install::INDEX_BASE;
 pub use proposal::Proposal;
-pub use unpinned::{parse_spec, prove_unpinned};
+pub use unpinned::{parse_spec, parse_spec_holding};
 
 /// Diagnostic codes of resolution, declared in the one registry ([`crate::core::codes`]).
 pub mod codes {

@@ -720,50 +720,42 @@ fn hints_are_left_out_when_nothing_locks() {
     assert_eq!(hint, "upgrade the driver on the target machines");
 }
 
-fn unpinned_hint(body: &str, target: &str) -> String {
+fn chosen_torch(body: &str, target: &str) -> String {
     let t = table();
-    let errs = parse_spec(&spec(body, target), Format::Toml, "spec.toml", &t).unwrap_err();
-    let d = errs
-        .diagnostics
-        .iter()
-        .find(|d| d.code == crate::core::spec::codes::UNPINNED_VERSION)
-        .unwrap();
-    d.hint.clone().unwrap()
+    let s = parse_spec(&spec(body, target), Format::Toml, "spec.toml", &t)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(locks(&s, &t), "the chosen spec locks");
+    s.pytorch.to_string()
 }
 
 #[test]
-fn an_unpinned_pytorch_is_hinted_with_the_newest_release_the_spec_locks_with() {
+fn a_pytorch_range_chooses_the_newest_release_the_spec_locks_with() {
     let drv = "driver = \"550.54.15\"";
     // The pytorch channel ended with 2.5.1.
-    let h = unpinned_hint(
-        "python = \"3.11\"\npytorch = \"latest\"\npytorch-cuda = \"12.4\"",
-        drv,
-    );
-    assert!(h.contains("pytorch = \"2.5.1\""), "{h}");
+    let body = "python = \"3.11\"\npytorch = \"latest\"\npytorch-cuda = \"12.4\"";
+    assert_eq!(chosen_torch(body, drv), "2.5.1");
     // cu124 wheels stop at 2.6.
-    let h = unpinned_hint(
-        "python = \"3.11\"\npytorch = \"latest\"\ncuda = \"12.4\"",
-        drv,
-    );
-    assert!(h.contains("pytorch = \"2.6.0\""), "{h}");
+    let body = "python = \"3.11\"\npytorch = \"latest\"\ncuda = \"12.4\"";
+    assert_eq!(chosen_torch(body, drv), "2.6.0");
     // The user's range, with a pre-release bound.
-    let h = unpinned_hint(
-        "python = \"3.10\"\npytorch = \">=2.1,<2.6a0\"\ncuda = \"12.1\"",
-        drv,
-    );
-    assert!(h.contains("pytorch = \"2.5.1\""), "{h}");
+    let body = "python = \"3.10\"\npytorch = \">=2.1,<2.6a0\"\ncuda = \"12.1\"";
+    assert_eq!(chosen_torch(body, drv), "2.5.1");
     // PyPI's 2.14.1 (CUDA 13) does not run on R550: 2.11.0's cu130 neither; 2.8.0's cu128 does
     // through minor-version compatibility.
     let body = "python = \"3.12\"\npytorch = \">=2.8\"";
-    let h = unpinned_hint(body, drv);
-    assert!(h.contains("pytorch = \"2.8.0\""), "{h}");
-    assert_hint_locks(&spec(body, drv), &h);
-    // Nothing in the range locks: no release is named.
-    let h = unpinned_hint(
+    assert_eq!(chosen_torch(body, drv), "2.8.0");
+    // Nothing in the range locks: NO_MATCHING_BUILD, with a widened range that is proven.
+    let t = table();
+    let text = spec(
         "python = \"3.12\"\npytorch = \">=2.11\"\ncuda = \"12.4\"",
         drv,
     );
-    assert!(!h.contains("pytorch = "), "{h}");
+    let e = parse_spec(&text, Format::Toml, "spec.toml", &t).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(d.code, choose::codes::NO_MATCHING_BUILD, "{e}");
+    let hint = d.hint.clone().unwrap();
+    assert!(hint.starts_with("use pytorch = "), "{hint}");
+    assert_hint_locks(&text, &hint);
 }
 
 #[test]

@@ -38,11 +38,6 @@ impl<'a> Ctx<'a> {
         self.diags.push(d);
     }
 
-    /// How many problems were found so far (the index the next one gets).
-    pub(super) fn count(&self) -> usize {
-        self.diags.len()
-    }
-
     /// Refuse characters that could end a Dockerfile line, a YAML scalar or a shell word (see
     /// [`refusal`]); true when `value` is safe.
     pub(super) fn safe(&mut self, key: &str, value: &str) -> bool {

@@ -14,6 +14,7 @@ mod image;
 mod locator;
 mod packages;
 mod pins;
+pub mod ranges;
 pub mod raw;
 mod run;
 mod safety;
@@ -29,8 +30,9 @@ pub use packages::{
     REFERENCE_UNPINNED,
 };
 pub use pins::{satisfies, Pin};
+pub use ranges::{Asked, Choice, Req, Syntax};
 pub use sources::pip_location_rule;
-pub use validate::{Draft, Unpinned};
+pub use validate::{selector_key, Draft, Unpinned};
 
 use crate::core::diag::{Diagnostic, Location};
 use crate::core::version::Version;
@@ -325,6 +327,14 @@ pub struct Spec {
     /// `[lock]`: left out of the canonical JSON when default, so specs without it keep their hash.
     #[serde(skip_serializing_if = "LockOpts::is_default")]
     pub lock: LockOpts,
+    /// The ranges the spec asked for where the versions above were chosen; left out of the
+    /// canonical JSON when empty, so exact specs keep their hash.
+    #[serde(skip_serializing_if = "Asked::is_empty")]
+    pub asked: Asked,
+    /// Each choice made for a range and why, for the lock's `[choices]`; not part of the
+    /// canonical JSON (it follows from `asked`, the table and the lock kept).
+    #[serde(skip)]
+    pub choices: std::collections::BTreeMap<String, Choice>,
 }
 
 /// The `[lock]` section: whether the lock pins the whole closure, and from which index.
@@ -442,8 +452,8 @@ impl Format {
 pub struct SpecErrors {
     pub diagnostics: Vec<Diagnostic>,
     pub partial: Option<Box<Spec>>,
-    /// When `python` or `pytorch` is a range: what the resolver needs to hint the newest
-    /// version that locks (`crate::core::resolve::parse_spec` does).
+    /// When a core key is a range: what the resolver needs to choose its version (so the
+    /// resolution problems of the rest are reported in the same run).
     pub unpinned: Option<Box<Unpinned>>,
 }
 
@@ -456,21 +466,51 @@ impl std::fmt::Display for SpecErrors {
     }
 }
 
-/// Parse and validate a spec. `file` names it in locations. On failure, every problem found;
-/// the hint of an unpinned `python` or `pytorch` is left to the resolver, which proves it
-/// (`crate::core::resolve::parse_spec` parses and proves).
-pub fn parse(
+/// A validated spec: exact, or with ranges the resolver chooses within.
+#[derive(Debug)]
+pub enum Parsed {
+    /// The spec, and its parts as the resolver weighs them (`envbuild explain`).
+    Exact(Box<Spec>, Box<Unpinned>),
+    Ranged(Box<Unpinned>),
+}
+
+/// Parse and validate a spec. `file` names it in locations. On failure, every problem found.
+/// A spec with ranges on its core keys is `Ranged`: `crate::core::resolve::parse_spec` chooses
+/// its versions.
+pub fn parse_ranged(
     text: &str,
     format: Format,
     file: &str,
     table: &crate::core::compat::Table,
-) -> Result<Spec, SpecErrors> {
+) -> Result<Parsed, SpecErrors> {
     let raw = parse_raw(text, format, file).map_err(|d| SpecErrors {
         diagnostics: vec![d],
         partial: None,
         unpinned: None,
     })?;
     validate::validate(raw, &Locator::new(text, file), table)
+}
+
+/// [`parse_ranged`] for an exact spec: ranges on core keys are `UNPINNED_VERSION` here (only
+/// the resolver chooses them: use `crate::core::resolve::parse_spec`).
+pub fn parse(
+    text: &str,
+    format: Format,
+    file: &str,
+    table: &crate::core::compat::Table,
+) -> Result<Spec, SpecErrors> {
+    match parse_ranged(text, format, file, table)? {
+        Parsed::Exact(s, _) => Ok(*s),
+        Parsed::Ranged(u) => Err(SpecErrors {
+            diagnostics: vec![Diagnostic::error(
+                codes::UNPINNED_VERSION,
+                "the spec gives ranges: the resolver chooses their versions",
+            )
+            .with_hint("lock it with `envbuild lock`, which chooses and records each version")],
+            partial: None,
+            unpinned: Some(u),
+        }),
+    }
 }
 
 /// Deserialize into the as-written structs, mapping syntax/schema errors to `INVALID_SPEC`

@@ -1,8 +1,9 @@
 //! Version pins: what counts as an exact version, what is a range, whether a version satisfies
-//! a range (the resolver's hints for an unpinned `python` or `pytorch` use it), and the
-//! validation of `python`, `pytorch`, `pytorch-cuda` and `cuda`. This module performs no I/O.
+//! a range (extras' hints use it), and the validation of `python`, `pytorch`, `pytorch-cuda`
+//! and `cuda` into exact pins or requirements the resolver chooses within. This module
+//! performs no I/O.
 
-use super::codes::{INVALID_SPEC, UNPINNED_VERSION};
+use super::codes::INVALID_SPEC;
 use super::context::Ctx;
 use super::raw::RawSpec;
 use crate::core::compat::Table;
@@ -118,17 +119,13 @@ fn satisfies_clause(c: &str, v: &Version) -> bool {
     }
 }
 
-/// `python` or `pytorch` as written.
+/// A core key's version as written: exact, a requirement the resolver chooses within (its
+/// text; parsed in the source's syntax once the source is known, see [`super::ranges`]), or
+/// invalid (already reported).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pin {
     Exact(Version),
-    /// A requirement, not a version: `diag` is the index of its UNPINNED_VERSION error, whose
-    /// hint, the newest version in the range that locks with the rest of the spec, only the
-    /// resolver can prove (see [`super::Unpinned`]).
-    Range {
-        req: String,
-        diag: usize,
-    },
+    Range(String),
     Invalid,
 }
 
@@ -142,9 +139,20 @@ impl Pin {
     }
 }
 
-/// `python`: required, an exact `3.X` or `3.X.Y`. Checked before `pytorch`, whose hints it
-/// sharpens. An unpinned python is hinted by the resolver, once the rest of the spec is known,
-/// with a version proven to lock.
+/// Whether a value is a requirement rather than a version: a range, `latest`, `*`, or empty;
+/// or a bare version not exact enough for its key (`pytorch = "2.5"`: the 2.5 series).
+fn requirement(cx: &mut Ctx, key: &str, s: &str) -> Option<Pin> {
+    unpinned(s)?;
+    // A range passes the range characters only; anything else is refused as unsafe.
+    Some(if range_like(s) || s.trim().is_empty() || cx.safe(key, s) {
+        Pin::Range(s.to_string())
+    } else {
+        Pin::Invalid
+    })
+}
+
+/// `python`: required, an exact `3.X` or `3.X.Y`, or a requirement (`>=3.9`) the resolver
+/// chooses within.
 pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> Pin {
     let p = match raw.python.as_deref() {
         None => {
@@ -158,18 +166,8 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> Pin {
         }
         Some(p) => p,
     };
-    if let Some(why) = unpinned(p) {
-        let diag = cx.count();
-        cx.err(
-            UNPINNED_VERSION,
-            "python",
-            format!("python `{p}` {why}"),
-            None,
-        );
-        return Pin::Range {
-            req: p.to_string(),
-            diag,
-        };
+    if let Some(pin) = requirement(cx, "python", p) {
+        return pin;
     }
     if !cx.safe("python", p) {
         return Pin::Invalid;
@@ -181,16 +179,15 @@ pub(super) fn python(cx: &mut Ctx, raw: &RawSpec) -> Pin {
                 INVALID_SPEC,
                 "python",
                 format!("python `{p}` is not a Python version"),
-                Some("use \"3.11\" or \"3.11.9\"".into()),
+                Some("use \"3.11\" or \"3.11.9\", or a range such as \">=3.10\"".into()),
             );
             Pin::Invalid
         }
     }
 }
 
-/// `pytorch`: required, an exact `X.Y.Z`. "2.5" or "latest" pass the character rules and
-/// ranges are reported as unpinned; their hint, the newest release that fits the whole spec,
-/// is added by the resolver once the rest of the spec is validated.
+/// `pytorch`: required, an exact `X.Y.Z`, or a requirement (`>=2.3`, `2.5`, `latest`) the
+/// resolver chooses within.
 pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Pin {
     let Some(t) = raw.pytorch.as_deref() else {
         cx.err(
@@ -210,51 +207,35 @@ pub(super) fn pytorch(cx: &mut Ctx, raw: &RawSpec, table: &Table) -> Pin {
     if let Some(v) = Version::parse(t.trim()).filter(|v| v.len() == 3) {
         return Pin::Exact(v);
     }
-    if !range_like(t) && !cx.safe("pytorch", t) {
-        return Pin::Invalid;
+    if Version::parse(t.trim()).is_some() {
+        // `2.5`: the series, chosen by the resolver.
+        return Pin::Range(t.to_string());
     }
-    let why = if Version::parse(t.trim()).is_some() {
-        "is not an exact version"
-    } else {
-        unpinned(t).unwrap_or("is not an exact version")
-    };
-    let diag = cx.count();
-    cx.err(
-        UNPINNED_VERSION,
-        "pytorch",
-        format!("pytorch `{t}` {why}"),
-        None,
-    );
-    Pin::Range {
-        req: t.to_string(),
-        diag,
-    }
+    requirement(cx, "pytorch", t).unwrap_or_else(|| {
+        if cx.safe("pytorch", t) {
+            cx.err(
+                INVALID_SPEC,
+                "pytorch",
+                format!("pytorch `{t}` is not a version or a range"),
+                Some("use an exact release (\"2.5.1\") or a range (\">=2.3\")".into()),
+            );
+        }
+        Pin::Invalid
+    })
 }
 
-/// A CUDA `major.minor` key (`pytorch-cuda`, `cuda`); `what` names it in hints.
-pub(super) fn cuda_version(
-    cx: &mut Ctx,
-    key: &str,
-    val: Option<&str>,
-    what: &str,
-) -> Option<Version> {
+/// A CUDA `major.minor` key (`pytorch-cuda`, `cuda`); `what` names it in hints. `None` when
+/// absent; a range is a requirement the resolver chooses within.
+pub(super) fn cuda_version(cx: &mut Ctx, key: &str, val: Option<&str>, what: &str) -> Option<Pin> {
     let s = val?;
-    if let Some(why) = unpinned(s) {
-        cx.err(
-            UNPINNED_VERSION,
-            key,
-            format!("{key} `{s}` {why}"),
-            Some(format!(
-                "pin an exact {what}, e.g. \"12.4\"; `envbuild table torch` lists them"
-            )),
-        );
-        return None;
+    if let Some(pin) = requirement(cx, key, s) {
+        return Some(pin);
     }
     if !cx.safe(key, s) {
-        return None;
+        return Some(Pin::Invalid);
     }
-    match Version::parse(s) {
-        Some(v) if v.len() == 2 => Some(v),
+    Some(match Version::parse(s) {
+        Some(v) if v.len() == 2 => Pin::Exact(v),
         Some(v) if v.len() == 3 => {
             cx.err(
                 INVALID_SPEC,
@@ -262,18 +243,20 @@ pub(super) fn cuda_version(
                 format!("{key} `{s}` names a patch release"),
                 Some(format!("use major.minor: \"{}\"", v.major_minor())),
             );
-            None
+            Pin::Invalid
         }
         _ => {
             cx.err(
                 INVALID_SPEC,
                 key,
                 format!("{key} `{s}` is not a CUDA version"),
-                Some(format!("use major.minor, e.g. \"12.4\" ({what})")),
+                Some(format!(
+                    "use major.minor, e.g. \"12.4\" ({what}), or a range (\">=12.1\")"
+                )),
             );
-            None
+            Pin::Invalid
         }
-    }
+    })
 }
 
 #[cfg(test)]

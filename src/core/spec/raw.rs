@@ -14,8 +14,8 @@ pub struct RawSpec {
     pub pytorch_cuda: Option<String>,
     pub cuda: Option<String>,
     pub channels: Option<Vec<String>>,
-    pub torchvision: Option<bool>,
-    pub torchaudio: Option<bool>,
+    pub torchvision: Option<RawCompanion>,
+    pub torchaudio: Option<RawCompanion>,
     #[serde(default)]
     pub conda: Vec<String>,
     #[serde(default)]
@@ -33,6 +33,15 @@ pub struct RawSpec {
     pub run: RawRun,
     #[serde(default)]
     pub lock: RawLock,
+}
+
+/// `torchvision` / `torchaudio`: installed or not, or a version requirement (installed, and
+/// the torch release is chosen so that its companion satisfies it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RawCompanion {
+    On(bool),
+    Version(String),
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -27,14 +27,17 @@ fn driver(cx: &mut Ctx, d: Option<&str>) -> Option<Version> {
     if !cx.safe("target.driver", d) {
         return None;
     }
-    match Version::parse(d) {
-        Some(v) if v.len() >= 2 && v.major() >= 100 => Some(v),
+    // A branch (`550`, `R550`) stands for its oldest driver, the conservative reading: the
+    // one-part version sorts before every release of the branch.
+    let branch = d.strip_prefix(['R', 'r']).unwrap_or(d);
+    match Version::parse(branch) {
+        Some(v) if v.major() >= 100 && (v.len() == 1 || branch == d) => Some(v),
         _ => {
             cx.err(
                 INVALID_SPEC,
                 "target.driver",
                 format!("driver `{d}` is not an NVIDIA driver version"),
-                Some("use the version nvidia-smi prints, e.g. \"535.104.05\"".into()),
+                Some("use the version nvidia-smi prints, e.g. \"535.104.05\", or a branch (\"R535\")".into()),
             );
             None
         }

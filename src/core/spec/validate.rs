@@ -6,20 +6,24 @@
 use super::codes::INVALID_SPEC;
 use super::context::Ctx;
 use super::pins::Pin;
-use super::raw::RawSpec;
+use super::ranges::{Asked, Req, Syntax};
+use super::raw::{RawCompanion, RawSpec};
 use super::safety::is_name;
 use super::{image, packages, pins, run, sources, target};
-use super::{CondaPkg, Image, LockOpts, PipPkg, PipSources, Run, Source, Spec, SpecErrors};
+use super::{CondaPkg, Image, LockOpts, Parsed, PipPkg, PipSources, Run, Source, Spec, SpecErrors};
 use super::{Locator, Target};
 use crate::core::compat::Table;
 use crate::core::diag::Diagnostic;
 use crate::core::version::Version;
 
-pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result<Spec, SpecErrors> {
+pub(super) fn validate(
+    raw: RawSpec,
+    loc: &Locator<'_>,
+    table: &Table,
+) -> Result<Parsed, SpecErrors> {
     let cx = &mut Ctx::new(loc);
     let name = name(cx, raw.name.as_deref());
-    // Python first: its problems come first, and its value sharpens the hint the resolver
-    // gives an unpinned pytorch.
+    // Python first: its problems come first.
     let python = pins::python(cx, &raw);
     let pytorch = pins::pytorch(cx, &raw, table);
     let pytorch_cuda = pins::cuda_version(
@@ -37,14 +41,37 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
     let image = image::image(cx, &raw.image);
     let run = run::run(cx, &raw.run);
     let lock = lock_opts(cx, &raw);
+    let syntax = match source {
+        Some(s) if s.is_conda() => Syntax::Conda,
+        _ => Syntax::Pep440,
+    };
+    let selector = match source {
+        Some(Source::PytorchChannel) => &pytorch_cuda,
+        _ => &cuda,
+    };
+    let asked = Asked {
+        python: ranged(cx, "python", &python, syntax),
+        pytorch: ranged(cx, "pytorch", &pytorch, syntax),
+        selector: match (source, selector) {
+            // PyPI's CUDA is fixed per release: no selector to choose.
+            (None | Some(Source::Pypi), _) => None,
+            // None given: the build for the target's driver.
+            (_, None) => Some(Req::any(syntax)),
+            (Some(s), Some(p)) => ranged(cx, selector_key(s), p, syntax),
+        },
+        torchvision: companion(cx, "torchvision", raw.torchvision.as_ref(), syntax),
+        torchaudio: companion(cx, "torchaudio", raw.torchaudio.as_ref(), syntax),
+    };
+    let exact = |p: &Option<Pin>| p.as_ref().and_then(|p| p.exact().cloned());
     let rest = Draft {
         name,
         channels,
+        channels_given: raw.channels.is_some(),
         source,
-        pytorch_cuda,
-        cuda,
-        torchvision: raw.torchvision.unwrap_or(true),
-        torchaudio: raw.torchaudio.unwrap_or(true),
+        pytorch_cuda: exact(&pytorch_cuda),
+        cuda: exact(&cuda),
+        torchvision: !matches!(raw.torchvision, Some(RawCompanion::On(false))),
+        torchaudio: !matches!(raw.torchaudio, Some(RawCompanion::On(false))),
         conda,
         pip,
         pip_sources,
@@ -52,28 +79,90 @@ pub(super) fn validate(raw: RawSpec, loc: &Locator<'_>, table: &Table) -> Result
         image,
         run,
         lock,
+        asked,
     };
+    let diags = cx.take();
+    if !rest.asked.is_empty() {
+        let unpinned = Box::new(Unpinned {
+            python,
+            pytorch,
+            rest,
+        });
+        if diags.is_empty() {
+            return Ok(Parsed::Ranged(unpinned));
+        }
+        return Err(SpecErrors {
+            diagnostics: diags,
+            partial: None,
+            unpinned: Some(unpinned),
+        });
+    }
     let spec = match (python.exact(), pytorch.exact()) {
         (Some(py), Some(torch)) => rest.with(py, torch),
         _ => None,
     };
-    let ranged = |p: &Pin| matches!(p, Pin::Range { .. });
-    let unpinned = (ranged(&python) || ranged(&pytorch)).then(|| {
-        Box::new(Unpinned {
-            python,
-            pytorch,
-            rest,
-        })
+    let draft = Box::new(Unpinned {
+        python,
+        pytorch,
+        rest,
     });
-    finish(cx.take(), spec, unpinned)
+    finish(diags, spec).map(|s| Parsed::Exact(Box::new(s), draft))
+}
+
+/// The key that selects CUDA for a source.
+pub fn selector_key(source: Source) -> &'static str {
+    match source {
+        Source::PytorchChannel => "pytorch-cuda",
+        _ => "cuda",
+    }
+}
+
+/// The requirement of a core key given as a range, parsed in the source's syntax.
+fn ranged(cx: &mut Ctx, key: &str, pin: &Pin, syntax: Syntax) -> Option<Req> {
+    let Pin::Range(text) = pin else {
+        return None;
+    };
+    match Req::parse(text, syntax) {
+        Ok(r) => Some(r),
+        Err(why) => {
+            cx.err(
+                INVALID_SPEC,
+                key,
+                format!("{key} `{text}` {why}"),
+                Some(match syntax {
+                    Syntax::Pep440 => "a pip source takes PEP 440 ranges, e.g. \">=2.3,<2.6\" or \"==2.5.*\"".into(),
+                    Syntax::Conda => "a conda source takes conda match-spec ranges, e.g. \">=2.3,<2.5a0\" or \"2.4.*\"".into(),
+                }),
+            );
+            None
+        }
+    }
+}
+
+/// `torchvision` / `torchaudio` given as a version requirement.
+fn companion(cx: &mut Ctx, key: &str, raw: Option<&RawCompanion>, syntax: Syntax) -> Option<Req> {
+    let Some(RawCompanion::Version(text)) = raw else {
+        return None;
+    };
+    if !pins::is_pkg_version(text.trim()) && !cx.safe(key, text) {
+        return None;
+    }
+    // An exact companion version is a requirement too: it selects the torch release it goes with.
+    let text = if pins::is_pkg_version(text.trim()) {
+        format!("=={}", text.trim())
+    } else {
+        text.clone()
+    };
+    ranged(cx, key, &Pin::Range(text), syntax)
 }
 
 /// Every key of a spec but `python` and `pytorch`, as validated (`None` where invalid): what a
-/// spec is made of once those two are chosen.
+/// spec is made of once those two (and any range) are chosen.
 #[derive(Debug, Clone)]
 pub struct Draft {
     name: Option<String>,
     channels: Option<Vec<String>>,
+    channels_given: bool,
     source: Option<Source>,
     pytorch_cuda: Option<Version>,
     cuda: Option<Version>,
@@ -86,6 +175,7 @@ pub struct Draft {
     image: Image,
     run: Run,
     lock: LockOpts,
+    asked: Asked,
 }
 
 impl Draft {
@@ -115,28 +205,91 @@ impl Draft {
             image: self.image.clone(),
             run: self.run.clone(),
             lock: self.lock.clone(),
+            asked: self.asked.clone(),
+            choices: Default::default(),
         })
+    }
+
+    /// The spec with a chosen `python`, `pytorch` and CUDA selector (for the source's key;
+    /// `None` for PyPI, whose CUDA is the release's).
+    pub fn chosen(
+        &self,
+        python: &Version,
+        pytorch: &Version,
+        selector: Option<&Version>,
+    ) -> Option<Spec> {
+        let mut d = self.clone();
+        match d.source? {
+            Source::PytorchChannel => d.pytorch_cuda = selector.cloned(),
+            Source::Pypi => {}
+            _ => d.cuda = selector.cloned(),
+        }
+        d.with(python, pytorch)
+    }
+
+    /// The ranges the spec asked for.
+    pub fn asked(&self) -> &Asked {
+        &self.asked
+    }
+
+    /// The source, when valid.
+    pub fn source(&self) -> Option<Source> {
+        self.source
+    }
+
+    /// The exact CUDA selector given for the source, if any.
+    pub fn selector(&self) -> Option<&Version> {
+        match self.source? {
+            Source::PytorchChannel => self.pytorch_cuda.as_ref(),
+            Source::Pypi => None,
+            _ => self.cuda.as_ref(),
+        }
+    }
+
+    /// Whether the spec names its channels (else the source's defaults apply).
+    pub fn channels_given(&self) -> bool {
+        self.channels_given
+    }
+
+    /// The draft with `key` (`python`, `pytorch`, `selector`, `torchvision`, `torchaudio`)
+    /// widened to any version: what a hint tries when nothing satisfies the spec.
+    pub fn widened(&self, key: &str) -> Draft {
+        let mut d = self.clone();
+        let syntax = match d.source {
+            Some(s) if s.is_conda() => Syntax::Conda,
+            _ => Syntax::Pep440,
+        };
+        let any = Some(Req::any(syntax));
+        match key {
+            "python" => d.asked.python = any,
+            "pytorch" => d.asked.pytorch = any,
+            "selector" if d.source != Some(Source::Pypi) => {
+                d.asked.selector = any;
+                d.cuda = None;
+                d.pytorch_cuda = None;
+            }
+            "torchvision" => d.asked.torchvision = None,
+            "torchaudio" => d.asked.torchaudio = None,
+            _ => {}
+        }
+        d
     }
 }
 
-/// A spec whose `python` or `pytorch` is a range. Each range's UNPINNED_VERSION error gets its
-/// hint, the newest version of the range that locks with the rest of the spec, from the
-/// resolver: only resolving the changed spec proves such a claim.
+/// A spec that asks for a range on a core key (`python`, `pytorch`, the CUDA selector, a
+/// companion), or gives no CUDA selector for a source that has several: the resolver chooses
+/// the versions (`core::resolve::parse_spec`), then the spec is exact.
 #[derive(Debug, Clone)]
 pub struct Unpinned {
     pub python: Pin,
     pub pytorch: Pin,
-    /// The rest of the spec, to try each candidate with.
+    /// The rest of the spec, to try each candidate with; its [`Draft::asked`] holds every range.
     pub rest: Draft,
 }
 
 /// The spec when nothing was wrong; else every problem and, when resolution can still run,
 /// the partial spec.
-fn finish(
-    diags: Vec<Diagnostic>,
-    spec: Option<Spec>,
-    unpinned: Option<Box<Unpinned>>,
-) -> Result<Spec, SpecErrors> {
+fn finish(diags: Vec<Diagnostic>, spec: Option<Spec>) -> Result<Spec, SpecErrors> {
     match spec {
         Some(spec) if diags.is_empty() => Ok(spec),
         partial => Err(SpecErrors {
@@ -146,7 +299,7 @@ fn finish(
                 diags
             },
             partial: partial.map(Box::new),
-            unpinned,
+            unpinned: None,
         }),
     }
 }

@@ -1,0 +1,82 @@
+//! Ranges on the core keys: the founding example locks (pytorch channel 2.5.1, pytorch-cuda
+//! 11.8, Python 3.10) with `[choices]`, `--locked` holds the choice, `--upgrade` chooses again,
+//! and `explain` shows the weighing.
+
+use crate::support::*;
+use std::fs;
+
+#[test]
+fn the_founding_example_locks_to_the_channels_last_release_and_records_why() {
+    let dir = tempdir();
+    let spec = fixture("choose/founding/envbuild.toml");
+    let out = envbuild()
+        .args(["lock", "--no-closure", "--out"])
+        .arg(dir.path())
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(err.contains("note[CHOSEN]: pytorch = \"2.5.1\""), "{err}");
+    let lock = fs::read_to_string(dir.path().join("envbuild.lock")).unwrap();
+    for want in [
+        "torch = \"2.5.1\"",
+        "python = \"3.10\"",
+        "pytorch::pytorch-cuda=11.8",
+        "[choices.pytorch]",
+        "chosen = \"2.5.1\"",
+    ] {
+        assert!(lock.contains(want), "{want} in\n{lock}");
+    }
+    // --locked holds the choice; --upgrade chooses again (the same, here) and writes nothing new.
+    for extra in ["--locked", "--upgrade"] {
+        let out = envbuild()
+            .args(["lock", "--no-closure", extra, "--out"])
+            .arg(dir.path())
+            .arg(&spec)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{extra}: {}", stderr_of(&out));
+        assert!(stderr_of(&out).contains("is up to date"), "{extra}");
+    }
+}
+
+#[test]
+fn a_range_nothing_satisfies_is_refused_with_a_hint_that_locks() {
+    let out = envbuild()
+        .args(["lock", "--no-closure"])
+        .arg(fixture("errors/no-matching-build.toml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("error[NO_MATCHING_BUILD]"), "{err}");
+    assert!(
+        err.contains("hint: use pytorch = \"2.7.1\", cuda = \"11.8\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn explain_marks_the_chosen_candidate() {
+    let out = envbuild()
+        .args(["explain", "--top", "3"])
+        .arg(fixture("choose/founding/envbuild.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    insta::assert_snapshot!("explain-founding", stdout_of(&out));
+    let out = envbuild()
+        .args(["explain", "--all", "--format", "json"])
+        .arg(fixture("choose/founding/envbuild.toml"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&stdout_of(&out)).unwrap();
+    let chosen = v["chosen"].as_u64().unwrap() as usize;
+    assert_eq!(v["candidates"][chosen]["pytorch"], "2.5.1");
+    // The channel ends at 2.5.1: 2.6.0 is weighed and fails on its build.
+    let c = v["candidates"].as_array().unwrap();
+    assert!(c
+        .iter()
+        .any(|c| c["pytorch"] == "2.6.0" && c["build"]["verdict"] == "fail"));
+}
