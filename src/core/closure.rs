@@ -121,15 +121,8 @@ const UV_MANYLINUX: &[u64] = &[17, 28, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40];
 /// for the exact glibc in between is then passed over for an older one, never one the target
 /// cannot run). Older than 2.17 (manylinux2014) is refused.
 pub fn python_platform(glibc: &Version, machine: &str) -> Result<String, String> {
-    let parts: Vec<u64> = glibc
-        .to_string()
-        .split('.')
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    let minor = match parts.as_slice() {
-        [2, minor, ..] => *minor,
-        _ => return Err(format!("glibc `{glibc}` is not a glibc 2.x version")),
-    };
+    let minor =
+        glibc_minor(glibc).ok_or_else(|| format!("glibc `{glibc}` is not a glibc 2.x version"))?;
     let n = UV_MANYLINUX
         .iter()
         .rev()
@@ -164,16 +157,20 @@ fn platforms(glibc: u64, machine: &str) -> Vec<String> {
 
 /// [`platforms`] for a glibc version (`2.28`); a version that is not `2.N` counts as 2.17.
 pub fn platform_tags(glibc: &Version, machine: &str) -> Vec<String> {
+    platforms(glibc_minor(glibc).unwrap_or(17), machine)
+}
+
+/// N of a glibc version `2.N`; `None` for anything else.
+fn glibc_minor(glibc: &Version) -> Option<u64> {
     let parts: Vec<u64> = glibc
         .to_string()
         .split('.')
         .filter_map(|p| p.parse().ok())
         .collect();
-    let minor = match parts.as_slice() {
-        [2, m, ..] => *m,
-        _ => 17,
-    };
-    platforms(minor, machine)
+    match parts.as_slice() {
+        [2, minor, ..] => Some(*minor),
+        _ => None,
+    }
 }
 
 /// The wheel tags a CPython `python` on glibc Linux `machine` accepts, most preferred first,
