@@ -399,6 +399,24 @@ fn attach_full_with(
         step.run(lock, spec)?;
     }
     crate::core::closure::verify::seal(lock);
+    // Each other platform of a fleet gets its own closure (and digest) the same way, reusing
+    // what the lock on disk resolved for that platform.
+    for mut entry in std::mem::take(&mut lock.fleet) {
+        let old = on_disk
+            .lock
+            .as_ref()
+            .and_then(|l| l.fleet.iter().find(|f| f.platform == entry.platform))
+            .cloned();
+        let entry_on_disk = OnDisk {
+            path: on_disk.path,
+            lock: old,
+        };
+        match attach_full_with(&mut entry, spec, table, &entry_on_disk, mode, digests)? {
+            Ok(w) => warnings.extend(w),
+            Err(refusal) => return Ok(Err(refusal)),
+        }
+        lock.fleet.push(entry);
+    }
     Ok(Ok(warnings))
 }
 

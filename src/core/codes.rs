@@ -90,6 +90,8 @@ registry! {
         CONFLICTING_PIN: Error, "An extra pin that breaks the build (NumPy 2 with torch <= 2.2).";
         FORWARD_COMPAT_UNSUPPORTED: Error, "Forward compatibility asked for on GPUs that do not support it.";
         BASE_HAS_NO_PYTHON: Error, "The base image has no Python to install into.";
+        PLATFORM_CONFLICT: Error, "A target GPU comes in no machine of the spec's platform(s) (GH200 on linux-64).";
+        JETPACK_ONLY: Error, "A target GPU runs only NVIDIA's JetPack builds of torch (Jetson Orin, Xavier).";
         DRIVER_MINOR_COMPAT: Warning, "The driver runs the build only through minor-version compatibility.";
         FORWARD_COMPAT: Warning, "The driver runs the build only through forward compatibility (cuda-compat).";
         PYTHON_EOL: Warning, "The Python is past end of life.";

@@ -53,6 +53,9 @@ outcomes! {
     /// `DRIVER_TOO_OLD`, which judges the spec's target driver; doctor called it that before).
     HostDriverTooOld = "HOST_DRIVER_TOO_OLD",
     ArchMissing = "ARCH_MISSING",
+    /// The host's CPU architecture is none of the lock's platforms' (an x86_64 host, a
+    /// linux-aarch64 lock).
+    HostPlatformMismatch = "HOST_PLATFORM_MISMATCH",
     ArchPtxOnly = "ARCH_PTX_ONLY",
     NoLock = "NO_LOCK",
     CpuBuild = "CPU_BUILD",
@@ -102,6 +105,10 @@ pub struct DoctorExpect {
     /// Architectures with cubins (`sm_XY`) and with PTX (`compute_XY`).
     pub cubins: Vec<Cc>,
     pub ptx: Vec<Cc>,
+    /// The lock's platforms (`linux-64`, `linux-aarch64`): the host's CPU must be one of theirs.
+    /// Empty for an expectations file, which names none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<crate::core::spec::Platform>,
 }
 
 impl DoctorExpect {
@@ -115,6 +122,7 @@ impl DoctorExpect {
             driver_floor: lock.driver_min_compat.as_deref().and_then(Version::parse),
             cubins: cc(&lock.arch_list),
             ptx: cc(&lock.ptx),
+            platforms: lock.platforms(),
         }
     }
 
@@ -141,6 +149,7 @@ impl DoctorExpect {
             driver_native: None,
             cubins,
             ptx,
+            platforms: Vec::new(),
         }
     }
 }
@@ -294,6 +303,7 @@ pub fn evaluate(
         }
     }
 
+    checks.push(platform_check(host, expect));
     match expect {
         None => checks.push(optional(check(
             "lock",
@@ -324,6 +334,55 @@ pub fn evaluate(
         checks,
         container_gpu,
     }
+}
+
+/// The host's CPU architecture against the lock's platforms: an image of another architecture
+/// cannot start here (without emulation).
+fn platform_check(host: &HostFacts, expect: Option<&DoctorExpect>) -> Check {
+    let name = "cpu_arch";
+    let Some(arch) = host.cpu_arch.as_deref() else {
+        return optional(check(
+            name,
+            Status::Skip,
+            Outcome::NotChecked,
+            "the host's CPU architecture is unknown".into(),
+        ));
+    };
+    let machine = crate::core::compat::CpuArch::parse(arch);
+    let platforms = expect.map(|e| e.platforms.as_slice()).unwrap_or_default();
+    let listed = platforms
+        .iter()
+        .map(|p| format!("{} ({})", p.as_str(), p.machine().as_str()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if platforms.is_empty() {
+        return optional(check(
+            name,
+            Status::Pass,
+            Outcome::Ok,
+            format!("CPU architecture {arch} (from {})", host.cpu_arch_source),
+        ));
+    }
+    if platforms.iter().any(|p| Some(p.machine()) == machine) {
+        return check(
+            name,
+            Status::Pass,
+            Outcome::Ok,
+            format!(
+                "CPU architecture {arch} (from {}); the lock's platforms: {listed}",
+                host.cpu_arch_source
+            ),
+        );
+    }
+    hinted(
+        check(
+            name,
+            Status::Fail,
+            Outcome::HostPlatformMismatch,
+            format!("this host's CPU is {arch} (from {}), but the lock is for {listed}: its images cannot run here", host.cpu_arch_source),
+        ),
+        "run it on a machine of the lock's platforms, or add this one to the spec's [target] platforms and lock again",
+    )
 }
 
 /// Native, minor-version compatible, or too old (the table's `nv-toolkit-driver` and `nv-minor-compat` sources).
@@ -515,12 +574,14 @@ pub fn render(report: &DoctorReport, color: bool) -> String {
     let h = &report.host;
     let opt = |v: &Option<Version>| v.as_ref().map_or("none".to_string(), |v| v.to_string());
     let mut out = format!(
-        "NVIDIA driver: {} ({})\nHighest CUDA:  {} ({})\nGPUs:          {}\n",
+        "NVIDIA driver: {} ({})\nHighest CUDA:  {} ({})\nGPUs:          {}\nCPU:           {} ({})\n",
         opt(&h.driver),
         h.driver_source,
         opt(&h.cuda),
         h.cuda_source,
-        h.gpus.len()
+        h.gpus.len(),
+        h.cpu_arch.as_deref().unwrap_or("unknown"),
+        h.cpu_arch_source
     );
     if let Some(e) = &report.expect {
         out.push_str(&format!(
@@ -567,6 +628,8 @@ mod tests {
                 })
                 .collect(),
             gpus_source: "test".into(),
+            cpu_arch: Some("x86_64".into()),
+            cpu_arch_source: "test".into(),
             notes: vec![],
         }
     }
@@ -627,6 +690,42 @@ mod tests {
         assert!(c.detail.contains("525.60.13"), "{}", c.detail);
         assert_eq!(r.status, Verdict::Fail);
         assert_eq!(r.exit_code(), 1);
+    }
+
+    /// A linux-aarch64 lock (a GH200 spec) fails on an x86_64 host and passes on an aarch64
+    /// one; a fleet lock passes on either.
+    #[test]
+    fn the_host_cpu_must_be_one_of_the_locks_platforms() {
+        use crate::core::spec::Platform;
+        let mut e = expect("13.0", &["sm_90"]);
+        e.platforms = vec![Platform::LinuxAarch64];
+        let x86 = host(Some("580.126.20"), Some("13.0"), &[("GH200", H100)]);
+        let r = evaluate(&x86, Some(&e), None);
+        let c = find(&r, "cpu_arch");
+        assert_eq!(
+            (c.status, c.code.as_str()),
+            (Status::Fail, Outcome::HostPlatformMismatch.as_str())
+        );
+        assert!(
+            c.detail.contains("x86_64") && c.detail.contains("linux-aarch64 (aarch64)"),
+            "{}",
+            c.detail
+        );
+        assert_eq!(r.status, Verdict::Fail);
+        let mut arm = x86.clone();
+        arm.cpu_arch = Some("aarch64".into());
+        assert_eq!(
+            find(&evaluate(&arm, Some(&e), None), "cpu_arch").status,
+            Status::Pass
+        );
+        e.platforms = vec![Platform::Linux64, Platform::LinuxAarch64];
+        assert_eq!(
+            find(&evaluate(&x86, Some(&e), None), "cpu_arch").status,
+            Status::Pass
+        );
+        // No lock: the architecture is reported, not judged.
+        let c = find(&evaluate(&x86, None, None), "cpu_arch").clone();
+        assert_eq!((c.status, c.required), (Status::Pass, false));
     }
 
     #[test]

@@ -31,6 +31,9 @@ pub struct HostFacts {
     pub cuda_source: String,
     pub gpus: Vec<Gpu>,
     pub gpus_source: String,
+    /// The host's CPU architecture as `uname -m` names it (`x86_64`, `aarch64`).
+    pub cpu_arch: Option<String>,
+    pub cpu_arch_source: String,
     /// Why probes that found nothing found nothing, for the report.
     pub notes: Vec<String>,
 }

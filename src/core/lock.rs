@@ -194,6 +194,11 @@ pub struct Lock {
     /// Every package the environment contains, sorted by kind, then name (`[lock] closure = true`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub closure: Vec<ClosurePkg>,
+    /// A fleet of several platforms (`[target] platforms`, or GPUs that come in different
+    /// machines): each other platform's whole resolution, in platform order, as a lock of its
+    /// own (with its closure). Empty for one platform, so single-platform locks are unchanged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fleet: Vec<Lock>,
 }
 
 /// One package of the closure: exactly what gets installed, and its hash. The closure is sorted
@@ -245,6 +250,13 @@ impl Lock {
             }
         }
         toml::from_str(text).map_err(|e| e.message().trim().to_string())
+    }
+
+    /// The platforms the lock resolved for: its own, then each of its fleet's.
+    pub fn platforms(&self) -> Vec<Platform> {
+        std::iter::once(self.platform)
+            .chain(self.fleet.iter().map(|l| l.platform))
+            .collect()
     }
 
     /// sha256 of the canonical lock text: the image's content address.

@@ -38,6 +38,9 @@ pub struct ProbeConfig {
     pub proc_version: PathBuf,
     /// Time limit for each `nvidia-smi` call (a wedged driver can hang it).
     pub smi_timeout: Duration,
+    /// `ENVBUILD_HOST_ARCH`: the host's CPU architecture (`x86_64`, `aarch64`), instead of the
+    /// one this envbuild runs on.
+    pub machine: Option<String>,
 }
 
 pub const PROC_DRIVER_VERSION: &str = "/proc/driver/nvidia/version";
@@ -53,6 +56,7 @@ impl ProbeConfig {
             driver: get("ENVBUILD_DRIVER_VERSION"),
             cuda: get("ENVBUILD_CUDA_DRIVER_VERSION"),
             gpus: get("ENVBUILD_GPUS"),
+            machine: get("ENVBUILD_HOST_ARCH"),
             nvml: !matches!(
                 get("ENVBUILD_NO_NVML").as_deref(),
                 Some("1" | "true" | "yes")
@@ -132,8 +136,14 @@ pub fn probe(cfg: &ProbeConfig, table: &Table) -> Result<HostFacts, Failure> {
         cuda_source: "not found".into(),
         gpus: Vec::new(),
         gpus_source: "not found".into(),
+        cpu_arch: Some(std::env::consts::ARCH.to_string()),
+        cpu_arch_source: "the CPU this envbuild runs on".into(),
         notes: found.notes,
     };
+    if let Some(m) = cfg.machine.as_deref().filter(|m| !m.trim().is_empty()) {
+        facts.cpu_arch = Some(m.trim().to_string());
+        facts.cpu_arch_source = "ENVBUILD_HOST_ARCH".into();
+    }
     let driver_forced = driver_override.is_some();
     match driver_override {
         Some(v) => {
@@ -670,7 +680,21 @@ Mon Nov 30 17:23:48 2026
             nvidia_smi: None,
             proc_version: PathBuf::from("/nonexistent/envbuild-test/version"),
             smi_timeout: Duration::from_secs(1),
+            machine: None,
         }
+    }
+
+    #[test]
+    fn the_host_arch_is_this_cpu_s_unless_overridden() {
+        let f = probe_t(&forced(Some("535.104.05"), None, Some("H100"))).unwrap();
+        assert_eq!(f.cpu_arch.as_deref(), Some(std::env::consts::ARCH));
+        let mut cfg = forced(Some("535.104.05"), None, Some("H100"));
+        cfg.machine = Some("aarch64".into());
+        let f = probe_t(&cfg).unwrap();
+        assert_eq!(
+            (f.cpu_arch.as_deref(), f.cpu_arch_source.as_str()),
+            (Some("aarch64"), "ENVBUILD_HOST_ARCH")
+        );
     }
 
     #[test]

@@ -12,6 +12,8 @@ fn doctor() -> assert_cmd::Command {
     cmd.arg("doctor")
         // The engine's state is the Docker tests' business (tests/docker/docker.rs).
         .env("ENVBUILD_DOCKER_CHECK", "0")
+        // The snapshots name the host's CPU: the same on every machine that runs them.
+        .env("ENVBUILD_HOST_ARCH", "x86_64")
         .env("ENVBUILD_NO_NVML", "1")
         .env(
             "ENVBUILD_NVIDIA_SMI",
@@ -447,4 +449,54 @@ fn doctor_output_snapshots() {
             insta::assert_snapshot!(format!("doctor-{name}{suffix}"), text);
         }
     }
+}
+
+/// A GH200 spec locks for linux-aarch64; doctor fails that lock on an x86_64 host
+/// (`HOST_PLATFORM_MISMATCH`) and passes it on an aarch64 one.
+#[test]
+fn a_lock_for_another_cpu_fails_on_this_host() {
+    let tmp = crate::support::tempdir();
+    let spec = tmp.path().join("envbuild.toml");
+    std::fs::write(
+        &spec,
+        "name = \"grace\"\npython = \"3.12\"\npytorch = \"2.14.1\"\nsource = \"pypi\"\n\n[target]\ndriver = \"580.126.20\"\ngpus = [\"GH200\"]\n",
+    )
+    .unwrap();
+    let out = envbuild()
+        .args(["lock", "--no-closure"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock = tmp.path().join("envbuild.lock");
+    let text = std::fs::read_to_string(&lock).unwrap();
+    assert!(text.contains("platform = \"linux-aarch64\""), "{text}");
+    let run = |arch: &str| {
+        doctor()
+            .env("ENVBUILD_HOST_ARCH", arch)
+            .env("ENVBUILD_DRIVER_VERSION", "580.126.20")
+            .env("ENVBUILD_GPUS", "GH200")
+            .arg("--lock")
+            .arg(&lock)
+            .arg("--json")
+            .output()
+            .unwrap()
+    };
+    let out = run("x86_64");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout_of(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "cpu_arch")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (c["status"].as_str(), c["code"].as_str()),
+        (Some("fail"), Some("HOST_PLATFORM_MISMATCH")),
+        "{c}"
+    );
+    let out = run("aarch64");
+    assert_eq!(out.status.code(), Some(0), "{}", stdout_of(&out));
 }

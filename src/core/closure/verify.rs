@@ -65,6 +65,13 @@ pub fn verify(lock: &Lock) -> Vec<Diagnostic> {
             );
         }
     }
+    // A fleet's other platforms verify themselves the same way, each naming its platform.
+    for f in &lock.fleet {
+        out.extend(verify(f).into_iter().map(|mut d| {
+            d.message = format!("{}: {}", f.platform.as_str(), d.message);
+            d
+        }));
+    }
     out
 }
 

@@ -117,9 +117,44 @@ pub struct GpuRow {
     pub aliases: Vec<String>,
     #[serde(default)]
     pub min_driver: Option<Version>,
+    /// The CPU architectures of the machines the GPU comes in, the usual one first
+    /// (`["aarch64"]` for GH200: Grace); empty: not recorded, any platform.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu_arch: Vec<CpuArch>,
+    /// Runs NVIDIA JetPack (L4T) builds of torch, not PyPI's or the PyTorch index's server wheels.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub jetpack: bool,
     #[serde(default)]
     pub confidence: Confidence,
     pub source: String,
+}
+
+/// A CPU architecture, as `uname -m` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CpuArch {
+    #[serde(rename = "x86_64")]
+    X86_64,
+    #[serde(rename = "aarch64")]
+    Aarch64,
+}
+
+impl CpuArch {
+    /// `x86_64` or `aarch64`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CpuArch::X86_64 => "x86_64",
+            CpuArch::Aarch64 => "aarch64",
+        }
+    }
+
+    /// The architecture as `uname -m` prints it (`arm64` is Docker's and macOS's word).
+    pub fn parse(s: &str) -> Option<CpuArch> {
+        match s.trim() {
+            "x86_64" | "amd64" => Some(CpuArch::X86_64),
+            "aarch64" | "arm64" => Some(CpuArch::Aarch64),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -263,15 +298,33 @@ pub struct WheelRow {
     /// Confidence in the whole arch list.
     #[serde(default)]
     pub confidence: Confidence,
+    /// The glibc floor of this variant's wheels, where it differs from the release's
+    /// (`[[torch]] glibc`): torch 2.6.0's cu126 wheels need 2.28, its cu118/cu124 ones 2.17.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<Version>,
     pub source: String,
 }
 
+/// A Linux aarch64 CUDA wheel: with `torch`, one release series' wheel read off the real file
+/// (it overrides the x86_64 `[[wheel]]` row's arch list, PTX, glibc and CUDA); without, a
+/// variant's list from build scripts, for any release (unconfirmed which releases have it).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ArchListRow {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch: Option<Version>,
     pub variant: String,
+    /// The wheel's `cuda-toolkit` pin, where it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<Version>,
     pub arch: Vec<Cc>,
     pub ptx: Vec<Cc>,
+    /// The glibc floor of the wheel's manylinux tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glibc: Option<Version>,
+    /// CPython versions with an aarch64 wheel of the series; empty: not recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub python: Vec<Version>,
     #[serde(default)]
     pub confidence: Confidence,
     pub source: String,
@@ -738,6 +791,16 @@ impl Table {
 
     pub fn torch_row(&self, v: &Version) -> Option<&TorchRow> {
         self.torch.iter().find(|r| r.version == *v)
+    }
+
+    /// The Linux aarch64 wheel of a series and variant: the series' own row, read off its wheel,
+    /// else the variant's row from build scripts (`torch` unset).
+    pub fn wheel_aarch64_row(&self, series: &Version, variant: &str) -> Option<&ArchListRow> {
+        let of_variant = self.wheel_aarch64.iter().filter(|r| r.variant == variant);
+        of_variant
+            .clone()
+            .find(|r| r.torch.as_ref() == Some(series))
+            .or_else(|| of_variant.clone().find(|r| r.torch.is_none()))
     }
 
     pub fn wheel_row(&self, series: &Version, variant: &str) -> Option<&WheelRow> {

@@ -382,11 +382,13 @@ fn corrections_checked_against_real_artifacts_hold() {
     let t = table();
     let torch = |s: &str| t.torch_row(&v(s)).expect("torch row");
     let vs = |l: &[&str]| l.iter().map(|s| v(s)).collect::<Vec<_>>();
-    // torch 2.6.0's builds disagree on glibc (cu118/cu124 2.17, cu126 2.28): the per-release
-    // floor is the highest one and stays unconfirmed, so a lower target warns, never passes
-    // silently with the cu126 wheel.
-    assert_eq!(torch("2.6.0").glibc.as_str(), "2.28");
-    assert!(torch("2.6.0").glibc_confidence.is_unconfirmed());
+    // torch 2.6.0's builds disagree on glibc (cu118/cu124 2.17, cu126 2.28): the release says
+    // 2.17 (read off the PyPI cu124 wheel) and the cu126 row its own 2.28.
+    assert_eq!(torch("2.6.0").glibc.as_str(), "2.17");
+    assert!(!torch("2.6.0").glibc_confidence.is_unconfirmed());
+    let glibc = |var: &str| t.wheel_row(&v("2.6"), var).and_then(|w| w.glibc.clone());
+    assert_eq!(glibc("cu126"), Some(v("2.28")));
+    assert_eq!((glibc("cu118"), glibc("cu124")), (None, None));
     // A release's glibc is never below that of an older release.
     for w in t.torch.windows(2) {
         assert!(
@@ -437,4 +439,91 @@ fn corrections_checked_against_real_artifacts_hold() {
         t.wheel_row(&v("2.14"), "cu132").unwrap().cuda.as_str(),
         "13.2.2"
     );
+}
+
+#[test]
+fn aarch64_rows_hold_what_was_read_off_the_aarch64_wheels() {
+    // docs/table-evidence.md section 8: PyPI's aarch64 CUDA wheels of 2.11 to 2.15.
+    let t = table();
+    let arm = ccs(&["8.0", "9.0", "10.0", "11.0", "12.0"]);
+    let py = |l: &[&str]| l.iter().map(|s| v(s)).collect::<Vec<_>>();
+    let from310 = py(&["3.10", "3.11", "3.12", "3.13", "3.14"]);
+    let read = [
+        ("2.11", "cu130", "13.0.2", &from310),
+        ("2.12", "cu130", "13.0.2", &from310),
+        ("2.13", "cu130", "13.0.3", &from310),
+        ("2.14", "cu130", "13.0.3", &from310),
+        (
+            "2.15",
+            "cu132",
+            "13.2.2",
+            &py(&["3.11", "3.12", "3.13", "3.14", "3.15"]),
+        ),
+    ];
+    for (series, variant, cuda, python) in read {
+        let a = t
+            .wheel_aarch64_row(&v(series), variant)
+            .expect("aarch64 row");
+        assert_eq!(
+            a.torch.as_ref(),
+            Some(&v(series)),
+            "{series}: the series' own row"
+        );
+        assert_eq!(a.arch, arm, "{series}");
+        assert!(a.ptx.is_empty(), "{series}: no PTX");
+        assert_eq!(a.glibc, Some(v("2.28")), "{series}: manylinux_2_28");
+        assert_eq!(a.cuda, Some(v(cuda)), "{series}");
+        assert_eq!(&a.python, python, "{series}");
+        assert!(
+            !a.confidence.is_unconfirmed() && cites(&a.source, "observed-wheel-aarch64-2026-12-02")
+        );
+        // The same pins as the release's x86_64 wheel, and the same Pythons as the release.
+        assert_eq!(
+            t.wheel_row(&v(series), variant).map(|w| &w.cuda),
+            Some(&v(cuda))
+        );
+        let newest = t.torch.iter().rfind(|r| r.series() == series).unwrap();
+        assert_eq!(&newest.python, python, "{series}");
+        assert_eq!(newest.pypi_default, variant, "{series}: PyPI's own build");
+    }
+    // A series without its own row falls back to the variant's, from build scripts only.
+    let generic = t
+        .wheel_aarch64_row(&v("2.7"), "cu128")
+        .expect("variant row");
+    assert!(generic.torch.is_none() && generic.confidence.is_unconfirmed());
+}
+
+#[test]
+fn every_gpu_names_the_machines_it_comes_in() {
+    use crate::core::compat::CpuArch::{Aarch64, X86_64};
+    let t = table();
+    for g in &t.gpu {
+        assert!(!g.cpu_arch.is_empty(), "{}: no cpu_arch", g.name);
+    }
+    let gpu = |n: &str| t.find_gpu(n).and_then(|m| m.row).expect(n);
+    for n in [
+        "GH200",
+        "GB200",
+        "GB300",
+        "GB10",
+        "DGX Spark",
+        "Jetson Thor",
+        "Jetson Orin",
+        "Jetson Xavier",
+    ] {
+        assert_eq!(gpu(n).cpu_arch, [Aarch64], "{n}");
+    }
+    for n in ["T4", "A100", "L4", "H100", "H200", "B200"] {
+        assert_eq!(gpu(n).cpu_arch, [X86_64, Aarch64], "{n}");
+    }
+    for n in ["RTX 4090", "RTX 5090", "GTX 1080", "RTX A6000"] {
+        assert_eq!(gpu(n).cpu_arch, [X86_64], "{n}");
+    }
+    let jetpack: Vec<&str> = t
+        .gpu
+        .iter()
+        .filter(|g| g.jetpack)
+        .map(|g| g.name.as_str())
+        .collect();
+    assert_eq!(jetpack, ["Jetson Xavier", "Jetson Orin"]);
 }

@@ -100,7 +100,7 @@ pub fn row_facts(lock: &Lock, table: &Table) -> Option<RowFacts> {
     let wheel_source = matches!(lock.source, Source::Pypi | Source::PytorchIndex);
     let (arch, ptx, arch_row) = match lock.platform {
         Platform::LinuxAarch64 => {
-            let a = table.wheel_aarch64.iter().find(|r| r.variant == variant)?;
+            let a = table.wheel_aarch64_row(&series, &variant)?;
             let row = format!("[[wheel_aarch64]] {variant} ({from})");
             (a.arch.clone(), a.ptx.clone(), Some(row))
         }

@@ -135,8 +135,23 @@ pub fn image_tag(lock: &Lock, lock_hash: &str, variant: &str) -> String {
     )
 }
 
-/// Render every file of a lock.
+/// Render every file of a lock, and those of each other platform of its fleet.
 pub fn render(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
+    let mut out = render_one(lock, opts)?;
+    // A fleet's other platforms: each its own complete set of files (its own build context),
+    // under a folder named by the platform (`linux-aarch64/Dockerfile`).
+    for entry in &lock.fleet {
+        let theirs = render_one(entry, opts)?;
+        for (path, bytes) in theirs.files {
+            out.files
+                .insert(format!("{}/{path}", entry.platform.as_str()), bytes);
+        }
+    }
+    Ok(out)
+}
+
+/// The files of one platform's lock.
+fn render_one(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     check_lock_values(lock)?;
     let mut ctx = Ctx::from_lock(lock)?;
     if let Some(mirror) = &opts.pip_mirror {

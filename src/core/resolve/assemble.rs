@@ -65,6 +65,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         closure_inputs: None,
         closure_sha256: None,
         closure_resolver: None,
+        fleet: Vec::new(),
         closure: Vec::new(),
     }
 }

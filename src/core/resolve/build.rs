@@ -157,17 +157,12 @@ fn wheel_build(
             ),
         )
     })?;
-    let (arch, ptx, arch_confidence) =
-        wheel_arch(table, t, w, platform, &variant, key, &mut notes)?;
-    let (glibc, glibc_confidence) = match platform {
-        Platform::LinuxAarch64 if t.version < v("2.6") => (v("2.17"), Confidence::Primary),
-        Platform::LinuxAarch64 => (v("2.28"), Confidence::Primary),
-        _ => (t.glibc.clone(), t.glibc_confidence),
-    };
+    let facts = wheel_arch(table, t, w, platform, &variant, key, &mut notes)?;
+    let (arch, ptx, arch_confidence) = (facts.arch, facts.ptx, facts.confidence);
     Ok(Build {
         selector: selector.clone(),
         variant: Some(variant),
-        cuda: w.cuda.clone(),
+        cuda: facts.cuda,
         cudnn: Some(w.cudnn.clone()),
         cudnn_confidence: w.cudnn_confidence,
         nccl: w.nccl.clone(),
@@ -179,9 +174,9 @@ fn wheel_build(
         } else {
             Vec::new()
         },
-        ptx_confidence: w.ptx_confidence,
-        glibc,
-        glibc_confidence,
+        ptx_confidence: facts.ptx_confidence,
+        glibc: facts.glibc,
+        glibc_confidence: facts.glibc_confidence,
         variant_confidence: match source {
             Source::Pypi => t.pypi_default_confidence,
             _ => Confidence::Primary,
@@ -190,8 +185,20 @@ fn wheel_build(
     })
 }
 
-/// A wheel's GPU architectures on the platform: aarch64 wheels have their own list, and the
-/// Windows list is assumed to be Linux's.
+/// What a wheel carries on one platform: its CUDA, GPU architectures and glibc floor.
+struct WheelFacts {
+    cuda: Version,
+    arch: Vec<Cc>,
+    ptx: Vec<Cc>,
+    confidence: Confidence,
+    ptx_confidence: Confidence,
+    glibc: Version,
+    glibc_confidence: Confidence,
+}
+
+/// A wheel's facts on the platform: aarch64 wheels have their own row (the series' own, read
+/// off its wheel, else the variant's from build scripts), and the Windows list is assumed to be
+/// Linux's. The glibc floor is the variant's where its row gives one, else the release's.
 fn wheel_arch(
     table: &Table,
     t: &TorchRow,
@@ -200,13 +207,23 @@ fn wheel_arch(
     variant: &str,
     key: &str,
     notes: &mut Vec<Diagnostic>,
-) -> Result<(Vec<Cc>, Vec<Cc>, Confidence), Diagnostic> {
-    let (arch, ptx, mut arch_confidence) = match platform {
+) -> Result<WheelFacts, Diagnostic> {
+    let mut f = WheelFacts {
+        cuda: w.cuda.clone(),
+        arch: w.arch.clone(),
+        ptx: w.ptx.clone(),
+        confidence: w.confidence,
+        ptx_confidence: w.ptx_confidence,
+        glibc: w.glibc.clone().unwrap_or_else(|| t.glibc.clone()),
+        glibc_confidence: match w.glibc {
+            Some(_) => Confidence::Primary,
+            None => t.glibc_confidence,
+        },
+    };
+    match platform {
         Platform::LinuxAarch64 => {
             let a = table
-                .wheel_aarch64
-                .iter()
-                .find(|r| r.variant == variant)
+                .wheel_aarch64_row(&v(&t.series()), variant)
                 .ok_or_else(|| {
                     err(
                         NO_SUCH_VARIANT,
@@ -214,24 +231,39 @@ fn wheel_arch(
                         format!("no Linux aarch64 CUDA wheels are known for {variant}"),
                     )
                 })?;
+            if a.torch.is_none() {
+                notes.push(warn(
+                    UNCONFIRMED_FACT,
+                    "target.platform",
+                    format!("which torch releases publish Linux aarch64 {variant} wheels is not confirmed; torch {} is assumed to", t.version),
+                ));
+            }
+            f.arch = a.arch.clone();
+            f.ptx = a.ptx.clone();
+            f.confidence = a.confidence;
+            f.ptx_confidence = a.confidence;
+            f.cuda = a.cuda.clone().unwrap_or(f.cuda);
+            // aarch64 wheels are manylinux2014 (2.17) before 2.6 and manylinux_2_28 from it.
+            f.glibc = a
+                .glibc
+                .clone()
+                .unwrap_or_else(|| match t.version < v("2.6") {
+                    true => v("2.17"),
+                    false => v("2.28"),
+                });
+            f.glibc_confidence = Confidence::Primary;
+        }
+        Platform::Win64 => {
             notes.push(warn(
                 UNCONFIRMED_FACT,
                 "target.platform",
-                format!("which torch releases publish Linux aarch64 {variant} wheels is not confirmed; torch {} is assumed to", t.version),
+                "Windows wheels may carry a different GPU architecture list than Linux; the Linux list is assumed".into(),
             ));
-            (a.arch.clone(), a.ptx.clone(), a.confidence)
+            f.confidence = Confidence::Unconfirmed;
         }
-        _ => (w.arch.clone(), w.ptx.clone(), w.confidence),
-    };
-    if platform == Platform::Win64 {
-        notes.push(warn(
-            UNCONFIRMED_FACT,
-            "target.platform",
-            "Windows wheels may carry a different GPU architecture list than Linux; the Linux list is assumed".into(),
-        ));
-        arch_confidence = Confidence::Unconfirmed;
+        Platform::Linux64 => {}
     }
-    Ok((arch, ptx, arch_confidence))
+    Ok(f)
 }
 
 /// A build of the (discontinued) `pytorch` conda channel.

@@ -20,6 +20,7 @@ mod channels;
 mod check;
 pub mod choose;
 mod driver;
+mod fleet;
 mod glibc;
 mod gpu;
 mod hints;
@@ -86,8 +87,47 @@ pub fn locks(spec: &Spec, table: &Table) -> bool {
     r.lock.is_some() && !r.has_errors()
 }
 
-/// [`resolve`], with hints computed (and proven) or not.
+/// [`resolve`], with hints computed (and proven) or not, for every platform of the spec's fleet
+/// (`fleet`): one platform gives today's lock, several give the first platform's lock with each
+/// other platform's lock in its `fleet`, and each diagnostic names its platform.
 fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resolution {
+    let members = match fleet::plan(spec, table) {
+        Ok(m) => m,
+        Err(diagnostics) => return Resolution::failed(diagnostics),
+    };
+    if let [one] = members.as_slice() {
+        return run_one(&one.spec(spec), table, spec_sha256, with_hints);
+    }
+    let mut diagnostics = Vec::new();
+    let mut locks = Vec::new();
+    for m in &members {
+        let r = run_one(&m.spec(spec), table, spec_sha256, with_hints);
+        // A platform none of the spec's GPUs is checked on is not a spec without GPUs.
+        let gpus_given = !spec.target.gpus.is_empty();
+        let own = r
+            .diagnostics
+            .into_iter()
+            .filter(|d| !(gpus_given && d.code == codes::NO_TARGET_GPUS));
+        diagnostics.extend(own.map(|mut d| {
+            d.message = format!("{}: {}", m.platform.as_str(), d.message);
+            d
+        }));
+        locks.push(r.lock);
+    }
+    let lock = if diagnostics.iter().any(Diagnostic::is_error) {
+        None
+    } else {
+        let mut all = locks.into_iter().flatten();
+        all.next().map(|mut first| {
+            first.fleet = all.collect();
+            first
+        })
+    };
+    Resolution { lock, diagnostics }
+}
+
+/// One platform's resolution.
+fn run_one(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resolution {
     let Some(t) = table.torch_row(&spec.pytorch) else {
         return Resolution::failed(vec![hints::unknown_release(spec, table)]);
     };
@@ -130,6 +170,15 @@ fn rules(cx: &Ctx, t: &TorchRow, spec_sha256: &str, found: &mut Findings) -> Opt
         }
     };
     found.diags.extend(build.notes.iter().cloned());
+    if python_ok
+        && spec.target.platform == crate::core::spec::Platform::LinuxAarch64
+        && !spec.source.is_conda()
+    {
+        let variant = build.variant.as_deref();
+        found
+            .diags
+            .extend(python::on_aarch64(table, t, variant, &py_minor));
+    }
     let (checks, mode, locked_gpus) = check::build(cx, spec.source, &build);
     let chosen = build.selector.clone();
     found.ask_all(checks, Ask::FitsTarget { selector: chosen });

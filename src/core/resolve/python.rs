@@ -68,3 +68,28 @@ fn end_of_life(table: &Table, t: &TorchRow, py_minor: &Version) -> Option<Diagno
         ))
     })
 }
+
+/// The Pythons of a series' Linux aarch64 wheels, where the table lists them: the error when
+/// the build has no aarch64 wheel for the spec's Python.
+pub(super) fn on_aarch64(
+    table: &Table,
+    t: &TorchRow,
+    variant: Option<&str>,
+    py_minor: &Version,
+) -> Option<Diagnostic> {
+    let series = Version::parse(&t.series())?;
+    let row = table.wheel_aarch64_row(&series, variant?)?;
+    if row.python.is_empty() || row.python.contains(py_minor) {
+        return None;
+    }
+    let list: Vec<String> = row.python.iter().map(|p| p.to_string()).collect();
+    Some(err(
+        PYTHON_UNSUPPORTED,
+        "python",
+        format!(
+            "torch {} has no Linux aarch64 wheel for Python {py_minor}; its aarch64 wheels are for {}",
+            t.version,
+            list.join(", ")
+        ),
+    ))
+}

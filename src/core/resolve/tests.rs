@@ -149,11 +149,9 @@ fn ptx_runs_forward_only_and_warns() {
     ));
     assert!(!r.has_errors(), "{:#?}", r.diagnostics);
     assert_eq!(codes(&r), [codes::PTX_JIT]);
-    // Jetson Thor (11.0) is older than the PTX and has no cubin.
-    let r = resolve_toml(&spec(
-        body,
-        "driver = \"580.95.05\"\ngpus = [\"Jetson Thor\"]",
-    ));
+    // An 11.0 device (Jetson Thor's) is older than the PTX and has no cubin in the x86_64
+    // wheel (Thor itself is aarch64: its platform is inferred, see the fleet tests).
+    let r = resolve_toml(&spec(body, "driver = \"580.95.05\"\ngpus = [\"11.0\"]"));
     find(&r, codes::ARCH_NOT_IN_WHEEL);
 }
 
@@ -901,4 +899,159 @@ fn ca_bundle_is_locked_only_when_set() {
     .unwrap();
     assert_eq!(with.image.ca_bundle.as_deref(), Some("certs/corp.pem"));
     assert_ne!(plain.hash().unwrap(), with.hash().unwrap());
+}
+
+const PYPI214: &str = "python = \"3.12\"\npytorch = \"2.14.1\"\nsource = \"pypi\"";
+
+#[test]
+fn a_grace_gpu_locks_linux_aarch64_with_the_aarch64_wheel_s_facts() {
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\ngpus = [\"GH200\"]",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    // The series' own aarch64 row is read off its wheel: nothing rests on an unconfirmed fact.
+    assert!(
+        !codes(&r).contains(&codes::UNCONFIRMED_FACT),
+        "{:#?}",
+        r.diagnostics
+    );
+    let lock = r.lock.unwrap();
+    assert_eq!(lock.platform, crate::core::spec::Platform::LinuxAarch64);
+    assert_eq!(
+        lock.arch_list,
+        ["sm_80", "sm_90", "sm_100", "sm_110", "sm_120"]
+    );
+    assert!(lock.ptx.is_empty());
+    assert_eq!(lock.glibc_min, "2.28");
+    assert!(lock.fleet.is_empty());
+}
+
+#[test]
+fn a_mixed_fleet_gives_one_resolution_per_platform_deterministically() {
+    let text = spec(
+        PYPI214,
+        "driver = \"580.126.20\"\ngpus = [\"H100\", \"GH200\"]",
+    );
+    let r = resolve_toml(&text);
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    let lock = r.lock.unwrap();
+    use crate::core::spec::Platform;
+    assert_eq!(
+        lock.platforms(),
+        [Platform::Linux64, Platform::LinuxAarch64]
+    );
+    let gpus =
+        |l: &crate::core::lock::Lock| l.gpus.iter().map(|g| g.input.clone()).collect::<Vec<_>>();
+    assert_eq!(gpus(&lock), ["H100"]);
+    assert_eq!(gpus(&lock.fleet[0]), ["GH200"]);
+    assert_eq!(
+        lock.arch_list[0], "sm_75",
+        "the x86_64 wheel starts at sm_75"
+    );
+    assert_eq!(
+        lock.fleet[0].arch_list[0], "sm_80",
+        "the aarch64 wheel at sm_80"
+    );
+    let again = resolve_toml(&text).lock.unwrap();
+    assert_eq!(lock.to_toml().unwrap(), again.to_toml().unwrap());
+    // Naming the fleet gives the same resolutions (the spec's hash aside).
+    let named = spec(
+        PYPI214,
+        "driver = \"580.126.20\"\ngpus = [\"H100\", \"GH200\"]\nplatforms = [\"linux-aarch64\", \"linux-64\"]",
+    );
+    let n = resolve_toml(&named);
+    assert!(!n.has_errors(), "{:#?}", n.diagnostics);
+    assert_eq!(n.lock.unwrap().platforms(), lock.platforms());
+    // The lock reads back, fleet and all.
+    let back = crate::core::lock::Lock::from_toml(&lock.to_toml().unwrap()).unwrap();
+    assert_eq!(back, lock);
+}
+
+#[test]
+fn a_t4_on_linux_aarch64_is_refused_the_aarch64_wheel_starts_at_sm_80() {
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\nplatform = \"linux-aarch64\"\ngpus = [\"T4\"]",
+    ));
+    assert!(r.lock.is_none());
+    let d = find(&r, codes::ARCH_NOT_IN_WHEEL);
+    assert!(d.message.contains("T4"), "{}", d.message);
+}
+
+#[test]
+fn a_gpu_outside_the_platform_s_machines_is_a_conflict_naming_both() {
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\nplatform = \"linux-64\"\ngpus = [\"GH200\"]",
+    ));
+    assert!(r.lock.is_none());
+    let d = find(&r, codes::PLATFORM_CONFLICT);
+    assert!(
+        d.message.contains("GH200")
+            && d.message.contains("linux-64")
+            && d.message.contains("aarch64"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.hint.as_deref().unwrap().contains("linux-aarch64"),
+        "{:?}",
+        d.hint
+    );
+    // A consumer card on linux-aarch64 conflicts too.
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\nplatform = \"linux-aarch64\"\ngpus = [\"RTX 5090\"]",
+    ));
+    find(&r, codes::PLATFORM_CONFLICT);
+}
+
+#[test]
+fn jetson_orin_is_refused_it_runs_jetpack_builds() {
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\ngpus = [\"Jetson Orin\"]",
+    ));
+    assert!(r.lock.is_none());
+    let d = find(&r, codes::JETPACK_ONLY);
+    assert!(d.message.contains("JetPack"), "{}", d.message);
+    assert!(d.hint.is_some());
+}
+
+#[test]
+fn platform_and_platforms_together_are_a_spec_error() {
+    let t = table();
+    let text = spec(
+        PYPI214,
+        "platform = \"linux-64\"\nplatforms = [\"linux-64\", \"linux-aarch64\"]",
+    );
+    let e = parse_spec(&text, Format::Toml, "spec.toml", &t).unwrap_err();
+    assert!(
+        e.diagnostics
+            .iter()
+            .any(|d| d.message.contains("`platform` and `platforms`")),
+        "{:#?}",
+        e.diagnostics
+    );
+}
+
+#[test]
+fn an_aarch64_wheel_s_own_python_list_is_enforced() {
+    // The fixture's 2.14 aarch64 row lists 3.11 to 3.13; the release itself has 3.10 too.
+    let r = resolve_toml(&spec(
+        "python = \"3.10\"\npytorch = \"2.14.1\"\nsource = \"pypi\"",
+        "driver = \"580.126.20\"\ngpus = [\"GH200\"]",
+    ));
+    let d = find(&r, codes::PYTHON_UNSUPPORTED);
+    assert!(
+        d.message.contains("aarch64") && d.message.contains("3.11"),
+        "{}",
+        d.message
+    );
+    let r = resolve_toml(&spec(
+        "python = \"3.10\"\npytorch = \"2.14.1\"\nsource = \"pypi\"",
+        "driver = \"580.126.20\"\ngpus = [\"H100\"]",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
 }

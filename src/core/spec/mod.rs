@@ -117,6 +117,14 @@ impl Platform {
         })
     }
 
+    /// The CPU architecture of the platform's machines.
+    pub fn machine(self) -> crate::core::compat::CpuArch {
+        match self {
+            Platform::LinuxAarch64 => crate::core::compat::CpuArch::Aarch64,
+            Platform::Linux64 | Platform::Win64 => crate::core::compat::CpuArch::X86_64,
+        }
+    }
+
     pub fn os(self) -> crate::core::compat::Os {
         match self {
             Platform::Win64 => crate::core::compat::Os::Windows,
@@ -273,7 +281,17 @@ pub fn is_url(s: &str) -> bool {
 pub struct Target {
     pub driver: Option<Version>,
     pub gpus: Vec<String>,
+    /// The platform resolved for: as written, else `linux-64` until resolution infers it from
+    /// the GPUs (see `platform_given`).
     pub platform: Platform,
+    /// `[target] platforms`: a fleet of several platforms, in the fixed order of [`Platform`];
+    /// left out of the canonical JSON when empty, so specs without it keep their hash.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<Platform>,
+    /// Whether `platform` was written (else it is inferred from the GPUs). Not hashed: the
+    /// inference is a function of the spec and the table, both in the lock.
+    #[serde(skip)]
+    pub platform_given: bool,
     pub glibc: Option<Version>,
     pub forward_compat: bool,
 }

@@ -59,6 +59,7 @@ pub struct RawTarget {
     #[serde(default)]
     pub gpus: Vec<String>,
     pub platform: Option<String>,
+    pub platforms: Option<Vec<String>>,
     pub glibc: Option<String>,
     pub forward_compat: Option<bool>,
 }
@@ -106,7 +107,14 @@ pub const TOP_KEYS: &[&str] = &[
     "run",
     "lock",
 ];
-pub const TARGET_KEYS: &[&str] = &["driver", "gpus", "platform", "glibc", "forward-compat"];
+pub const TARGET_KEYS: &[&str] = &[
+    "driver",
+    "gpus",
+    "platform",
+    "platforms",
+    "glibc",
+    "forward-compat",
+];
 pub const IMAGE_KEYS: &[&str] = &[
     "base",
     "variants",

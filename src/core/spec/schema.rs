@@ -105,6 +105,7 @@ const KEYS: &[(&str, Kind)] = &[
     ),
     ("[target] gpus", Kind::TextOrList),
     ("[target] platform", Kind::OneOf(platforms)),
+    ("[target] platforms", Kind::ListOf(platforms)),
     ("[target] glibc", Kind::Pattern(r"^2\.[0-9]+$")),
     ("[target] forward-compat", Kind::Flag),
     ("[image] base", Kind::Text),

@@ -12,11 +12,20 @@ pub(super) fn target(cx: &mut Ctx, t: &RawTarget) -> Option<Target> {
     let driver = driver(cx, t.driver.as_deref());
     let gpus = gpus(cx, &t.gpus);
     let platform = platform(cx, t.platform.as_deref());
+    let platforms = platforms(cx, t.platform.is_some(), t.platforms.as_deref());
+    // One platform in `platforms` is `platform`, so both spellings give the same spec.
+    let (platform, platforms, platform_given) = match platforms.as_slice() {
+        [] => (platform, platforms, t.platform.is_some()),
+        [one] => (Some(*one), Vec::new(), true),
+        [first, ..] => (Some(*first), platforms, true),
+    };
     let glibc = glibc(cx, t.glibc.as_deref());
     platform.map(|platform| Target {
         driver,
         gpus,
         platform,
+        platforms,
+        platform_given,
         glibc,
         forward_compat: t.forward_compat.unwrap_or(false),
     })
@@ -79,6 +88,46 @@ fn platform(cx: &mut Ctx, p: Option<&str>) -> Option<Platform> {
         );
     }
     parsed
+}
+
+/// `[target] platforms`: a fleet, sorted and without repeats. Not with `platform` beside it.
+fn platforms(cx: &mut Ctx, has_platform: bool, list: Option<&[String]>) -> Vec<Platform> {
+    let Some(list) = list else {
+        return Vec::new();
+    };
+    if has_platform {
+        cx.err(
+            INVALID_SPEC,
+            "target.platforms",
+            "`platform` and `platforms` are both given".into(),
+            Some("keep `platforms` for a fleet of several platforms, `platform` for one".into()),
+        );
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for p in list {
+        match Platform::parse(p) {
+            Some(p) => out.push(p),
+            None if cx.safe("target.platforms", p) => cx.err(
+                INVALID_SPEC,
+                "target.platforms",
+                format!("unknown platform `{p}`"),
+                Some("use linux-64, linux-aarch64 or win-64".into()),
+            ),
+            None => {}
+        }
+    }
+    out.sort();
+    out.dedup();
+    if list.is_empty() {
+        cx.err(
+            INVALID_SPEC,
+            "target.platforms",
+            "`platforms` is empty".into(),
+            Some("name the platforms of the fleet, e.g. [\"linux-64\", \"linux-aarch64\"], or leave the key out".into()),
+        );
+    }
+    out
 }
 
 fn glibc(cx: &mut Ctx, g: Option<&str>) -> Option<Version> {
