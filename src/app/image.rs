@@ -1053,9 +1053,10 @@ mod tests {
     }
 
     /// With `--push`, an image's builds read `VARIANT-cache` then `install-cache` (after the
-    /// explicit sources, once each): wheel and conda images alike make their environment in an
-    /// `install` stage; without one (a `--templates` Dockerfile), only the former; without
-    /// `--push`, only `--cache-from`.
+    /// explicit sources, once each) where the Dockerfile BuildKit builds has an `install` stage
+    /// (a `--templates` Dockerfile such as the classic form); the embedded BuildKit form makes
+    /// the environment in `base` itself, wheel and conda images alike, so only the former;
+    /// without `--push`, only `--cache-from`.
     #[test]
     fn push_reads_the_install_cache_only_where_there_is_an_install_stage() {
         let lock_of = |spec: &str| {
@@ -1066,15 +1067,17 @@ mod tests {
         let wheel = rendered_image(&lock_of("torch29-cu128"), &[], None, spec, None).unwrap();
         let conda =
             rendered_image(&lock_of("conda-forge-torch210"), &[], None, spec, None).unwrap();
-        assert!(has_install_stage(&wheel));
-        assert!(has_install_stage(&conda));
-        let mut stageless = conda.clone();
-        let df = String::from_utf8(stageless.files[&stageless.dockerfile].clone()).unwrap();
-        let df = df.replace(" AS install", " AS prepare");
-        stageless.files.clear();
-        stageless
-            .files
-            .insert(stageless.dockerfile.clone(), df.into_bytes());
+        assert!(!has_install_stage(&wheel));
+        assert!(!has_install_stage(&conda));
+        // One Dockerfile only (an override that does not use `buildkit`): the classic form.
+        let mut staged = wheel.clone();
+        let bk = format!(
+            "{}{}",
+            staged.dockerfile,
+            crate::core::render::BUILDKIT_SUFFIX
+        );
+        assert!(staged.files.remove(&bk).is_some());
+        assert!(has_install_stage(&staged));
         let repo = Repository::parse("127.0.0.1:5000/team/envs").unwrap();
         let mut opts = ImageOptions {
             variants: vec!["runtime".into()],
@@ -1095,7 +1098,7 @@ mod tests {
         };
         let from = |r: &RenderedImage, o: &ImageOptions| build_request(r, o, "dev").cache.from;
         assert_eq!(
-            from(&wheel, &opts),
+            from(&staged, &opts),
             [
                 "127.0.0.1:5000/team/envs:install-cache",
                 "127.0.0.1:5000/team/envs:dev-cache"
@@ -1103,23 +1106,15 @@ mod tests {
         );
         opts.cache_from.clear();
         assert_eq!(
-            from(&wheel, &opts),
+            from(&staged, &opts),
             [
                 "127.0.0.1:5000/team/envs:dev-cache",
                 "127.0.0.1:5000/team/envs:install-cache"
             ]
         );
-        assert_eq!(
-            from(&conda, &opts),
-            [
-                "127.0.0.1:5000/team/envs:dev-cache",
-                "127.0.0.1:5000/team/envs:install-cache"
-            ]
-        );
-        assert_eq!(
-            from(&stageless, &opts),
-            ["127.0.0.1:5000/team/envs:dev-cache"]
-        );
+        for r in [&wheel, &conda] {
+            assert_eq!(from(r, &opts), ["127.0.0.1:5000/team/envs:dev-cache"]);
+        }
         assert!(build_request(&conda, &opts, "dev").cache.inline);
         opts.push = None;
         assert!(from(&wheel, &opts).is_empty());

@@ -1,6 +1,7 @@
-//! The registry build cache on an empty engine: `image --push` sends the wheel path's `install`
-//! stage to the registry as `REPO:install-cache`, and a build on an engine that has never seen
-//! the spec (only the base) answers the pip install from it.
+//! The registry build cache on an empty engine: `image --push` sends the image with BuildKit's
+//! inline cache as `REPO:runtime-cache`, and a build on an engine that has never seen the spec
+//! (only the base) answers the pip install layers from it: with BuildKit they are the image's
+//! own layers (no throwaway `install` stage, so no `install-cache` to push).
 //!
 //! "An engine that has never seen the spec" is a dockerd of the test's own, started on a
 //! temporary data root, socket and bridge, and thrown away with everything it built. The
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// The tests in this file, for the harness (tests/docker/main.rs).
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    trials![the_install_stage_reaches_an_empty_engine_through_the_registry_cache,]
+    trials![the_install_layers_reach_an_empty_engine_through_the_registry_cache,]
 }
 
 /// A dockerd of this test's own: its data root, exec root and socket in a temporary folder,
@@ -244,12 +245,11 @@ pub(crate) fn step_cached(progress: &str, variant: &str, needle: &str) -> Option
 }
 
 /// Build and push on one empty engine (cold), throw that engine away, then build the spec with
-/// another target GPU (a new lock, the same install inputs) and one more step in the `base`
-/// stage on a second empty engine that has only the base: the pip install is answered from
-/// `REPO:install-cache` (its step `cached`, no pip output), the image passes, and the figures
-/// are printed for docs/image.md.
-fn the_install_stage_reaches_an_empty_engine_through_the_registry_cache() {
-    let test = "the_install_stage_reaches_an_empty_engine_through_the_registry_cache";
+/// another target GPU (a new lock, the same install inputs) on a second empty engine that has
+/// only the base: the pip install is answered from `REPO:runtime-cache` (its step `cached`, no
+/// pip output), the image passes, and the figures are printed for docs/image.md.
+fn the_install_layers_reach_an_empty_engine_through_the_registry_cache() {
+    let test = "the_install_layers_reach_an_empty_engine_through_the_registry_cache";
     let Some(d) = support::engine(test) else {
         return;
     };
@@ -264,8 +264,9 @@ fn the_install_stage_reaches_an_empty_engine_through_the_registry_cache() {
     crate::buildkit::big_wheel(dir.path(), "envbuild_cachewheel", 48 << 20);
     let n = nonce();
     let repo = format!("{}/envbuild-test/install-cache-{n}", r.addr);
-    let install_cache = format!("{repo}:install-cache");
-    let pip_step = "python-env.sh pip install";
+    let runtime_cache = format!("{repo}:runtime-cache");
+    // The install step of requirements.txt or of a closure's layer file.
+    let pip_step = "-r /tmp/envbuild/requirements";
 
     let Some(first) = FreshEngine::start(test, 0) else {
         return;
@@ -281,56 +282,32 @@ fn the_install_stage_reaches_an_empty_engine_through_the_registry_cache() {
         err.contains("Successfully installed envbuild-cachewheel"),
         "{err}"
     );
-    let said = format!("pushed the install stage as the registry build cache {install_cache}");
-    assert!(err.contains(&said), "no `{said}` in:\n{err}");
+    // The environment is made in the image's own stage: no install stage to push apart.
+    assert!(!err.contains("pushed the install stage"), "{err}");
+    assert!(doc["install_cache"].is_null(), "{doc}");
     let lock1 = std::fs::read_to_string(dir.path().join("envbuild.lock")).unwrap();
     let remote = d
         .block_on(envbuild::infra::docker::registry::remote_digest(
             &d.engine,
-            &install_cache,
+            &runtime_cache,
             None,
         ))
         .unwrap();
-    assert!(remote.is_some(), "{install_cache} is not in the registry");
-    // Nothing of this stage stays on the engine under a name.
-    let names = first.docker(&["images", "--format", "{{.Repository}}:{{.Tag}}"]);
-    let names = String::from_utf8_lossy(&names.stdout).into_owned();
-    assert!(
-        !names.contains(":install-"),
-        "an install image is left: {names}"
-    );
+    assert!(remote.is_some(), "{runtime_cache} is not in the registry");
     drop(first);
 
-    // A new machine: an engine with the base and nothing else; another target GPU, and a
-    // Dockerfile whose `base` stage has one more step before it copies the environment out of
-    // `install` (as a new envbuild or a --templates edit may have): the runtime cache then
-    // cannot answer that copy, so the install stage's own result is needed.
+    // A new machine: an engine with the base and nothing else, and another target GPU.
     let Some(second) = FreshEngine::start(test, 1) else {
         return;
     };
     second.load(&base);
-    let templates = dir.path().join("templates");
-    std::fs::create_dir_all(&templates).unwrap();
-    let embedded = concat!(env!("CARGO_MANIFEST_DIR"), "/templates/Dockerfile.j2");
-    let copy_out = "COPY --from=install /opt/venv /opt/venv\n";
-    let template = std::fs::read_to_string(embedded).unwrap();
-    assert_eq!(template.matches(copy_out).count(), 1, "{template}");
-    let edited = template.replace(copy_out, &format!("RUN mkdir /opt/next\n{copy_out}"));
-    std::fs::write(templates.join("Dockerfile.j2"), edited).unwrap();
     let spec = project(dir.path(), &format!("cache-{n}"), &base, "\"H100\"");
-    let templates = templates.to_string_lossy().into_owned();
-    let extra = ["--templates", templates.as_str()];
-    let (code, doc, err, cached) = image_on(&second.host, &spec, &repo, &cache, &extra);
+    let (code, doc, err, cached) = image_on(&second.host, &spec, &repo, &cache, &[]);
     assert_eq!(code, Some(0), "{doc}\n{err}");
     let lock2 = std::fs::read_to_string(dir.path().join("envbuild.lock")).unwrap();
     assert_ne!(lock1, lock2, "the GPU change must change the lock");
-    let import = format!("importing cache manifest from {install_cache}");
+    let import = format!("importing cache manifest from {runtime_cache}");
     assert!(err.contains(&import), "no `{import}` in:\n{err}");
-    assert_eq!(
-        step_cached(&err, "runtime", "RUN mkdir /opt/next"),
-        Some(false),
-        "{err}"
-    );
     assert_eq!(
         step_cached(&err, "runtime", pip_step),
         Some(true),
@@ -344,8 +321,8 @@ fn the_install_stage_reaches_an_empty_engine_through_the_registry_cache() {
     let cached_build = doc["builds"][0]["build_s"].as_f64().unwrap_or_default();
     eprintln!(
         "figures: on an empty engine, cold: {:.1} s (build {cold_build:.1} s); after a lock \
-         and base-stage change, on another empty engine with the registry cache: {:.1} s \
-         (build {cached_build:.1} s)",
+         change, on another empty engine with the registry cache: {:.1} s (build \
+         {cached_build:.1} s)",
         cold.as_secs_f64(),
         cached.as_secs_f64()
     );

@@ -29,7 +29,7 @@ fn conda(lock: &Lock) -> Vec<&ClosurePkg> {
 /// The install-layer inputs of a conda closure image.
 const INSTALL_INPUTS: &[&str] = &[
     "conda-linux-64.txt",
-    "requirements.txt",
+    "requirements-extras.txt",
     "envbuild/conda-env.sh",
     "envbuild/ca-bundle.pem",
 ];
@@ -180,13 +180,20 @@ fn environment_yml_pins_every_conda_build_and_the_pip_part_with_hashes() {
 }
 
 #[test]
-fn the_dockerfile_installs_the_explicit_file_in_a_throwaway_stage() {
+fn the_dockerfile_installs_the_explicit_file_then_the_pip_layers() {
     let lock = lock();
     let r = rendered(&lock);
     for name in ["Dockerfile", "Dockerfile.buildkit"] {
         let text = r.text(name).expect(name);
         let stages = check_dockerfile(text, &r, &lock);
-        assert_eq!(stages[0].name, "install", "{name}");
+        let classic = name == "Dockerfile";
+        // The classic builder makes the environment in a throwaway `install` stage; BuildKit
+        // makes it in `base` itself, its inputs bind-mounted.
+        assert_eq!(
+            stages[0].name,
+            if classic { "install" } else { "base" },
+            "{name}"
+        );
         let install = &stages[0];
         let run: Vec<&str> = install
             .instrs
@@ -194,43 +201,42 @@ fn the_dockerfile_installs_the_explicit_file_in_a_throwaway_stage() {
             .filter(|(i, _)| i == "RUN")
             .map(|(_, a)| a.as_str())
             .collect();
-        assert_eq!(run.len(), 1, "{name}: {run:?}");
+        // The explicit file first (pytorch and CUDA in it), then the pip part's layers: here
+        // only `extras` (einops, the spec's own).
+        assert_eq!(run.len(), 2, "{name}: {run:?}");
         assert!(
             run[0].contains("conda-env.sh create /tmp/envbuild/conda-linux-64.txt"),
             "{name}: {}",
             run[0]
         );
         assert!(
-            run[0].contains("conda-env.sh pip install")
-                && run[0].contains("--no-deps --require-hashes -r /tmp/envbuild/requirements.txt"),
+            run[1].contains("--no-deps --require-hashes -r /tmp/envbuild/requirements-extras.txt"),
             "{name}: {}",
-            run[0]
+            run[1]
         );
+        assert!(r
+            .text("requirements-extras.txt")
+            .unwrap()
+            .contains("einops==0.8.1"));
         // No solve anywhere: no environment file install, no virtual-package override.
         assert!(!text.contains("conda env create"), "{name}");
         assert!(!text.contains("CONDA_OVERRIDE_CUDA="), "{name}");
-        // The CA bundle reaches the install stage once and no target builds on it: copied into
-        // the classic builder's stage, bind-mounted (in no layer at all) with BuildKit.
-        let ca: Vec<&(String, String)> = install
+        // The CA bundle reaches the install steps and no target builds on a stage that holds
+        // it: copied once into the classic builder's throwaway stage, bind-mounted (in no layer
+        // at all) into each step with BuildKit.
+        let ca = install
             .instrs
             .iter()
             .filter(|(i, a)| i == "COPY" && a.contains("ca-bundle.pem"))
-            .collect();
-        let bind = run[0].contains(
-            "--mount=type=bind,source=envbuild/ca-bundle.pem,target=/tmp/envbuild/ca-bundle.pem",
-        );
-        assert_eq!(
-            (ca.len(), bind),
-            if name == "Dockerfile" {
-                (1, false)
-            } else {
-                (0, true)
-            },
-            "{name}"
-        );
+            .count();
+        let bind =
+            "--mount=type=bind,source=envbuild/ca-bundle.pem,target=/tmp/envbuild/ca-bundle.pem";
+        let binds = run.iter().filter(|r| r.contains(bind)).count();
+        assert_eq!((ca, binds), if classic { (1, 0) } else { (0, 2) }, "{name}");
         let ca_lines = text.lines().filter(|l| l.contains("ca-bundle.pem")).count();
-        assert_eq!(ca_lines, 1, "{name}");
+        assert_eq!(ca_lines, if classic { 1 } else { 2 }, "{name}");
         assert!(!text.contains("FROM install"), "{name}");
+        assert_eq!(text.contains(" AS install"), classic, "{name}");
         let base = stages.iter().find(|s| s.name == "base").expect("base");
         let copies: Vec<&str> = base
             .instrs
@@ -238,11 +244,8 @@ fn the_dockerfile_installs_the_explicit_file_in_a_throwaway_stage() {
             .filter(|(i, _)| i == "COPY")
             .map(|(_, a)| a.as_str())
             .collect();
-        assert_eq!(
-            copies,
-            ["--from=install /opt/conda/envs/envbuild /opt/conda/envs/envbuild"],
-            "{name}"
-        );
+        let copy_out = ["--from=install /opt/conda/envs/envbuild /opt/conda/envs/envbuild"];
+        assert_eq!(copies, if classic { &copy_out[..] } else { &[] }, "{name}");
     }
     // .dockerignore lets every file the Dockerfile copies from the context in.
     let ignore = r.text(".dockerignore").unwrap();
@@ -266,13 +269,14 @@ fn the_dockerfile_installs_the_explicit_file_in_a_throwaway_stage() {
     assert!(plain.contains("pip install --no-cache-dir --no-deps --require-hashes"));
 }
 
-/// The install stage's instructions, header comments aside.
+/// The instructions that make the environment (the `install` and `base` stages), header
+/// comments aside.
 fn install_stage(text: &str) -> Vec<(String, String)> {
     let all = parse_dockerfile(text);
     let end = all
         .iter()
-        .position(|(i, a)| i == "FROM" && a.ends_with("AS base"))
-        .expect("a base stage");
+        .position(|(i, a)| i == "FROM" && a.ends_with("AS runtime"))
+        .expect("a runtime stage");
     all[..end].to_vec()
 }
 

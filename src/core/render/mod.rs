@@ -13,6 +13,7 @@
 
 mod conda;
 pub mod filters;
+pub mod layers;
 mod templates;
 
 pub use templates::{dump_templates, EMBEDDED, TEMPLATE_BUDGET};
@@ -168,6 +169,7 @@ fn render_one(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
         !ctx.pip.is_empty(),
         ctx.explicit_file.clone(),
     );
+    let layers = ctx.layers.clone();
     let install_jupyter = has_dev && !ctx.jupyter_in_env;
     let env = templates::environment(opts.overrides.as_ref().map(|o| o.files.clone()))
         .map_err(|e| Failure::bug(format!("cannot set up the template engine: {e:#}")))?;
@@ -232,6 +234,14 @@ fn render_one(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
     put("docker-run.sh.j2", "run/docker-run.sh")?;
     put("compose.yaml.j2", "run/compose.yaml")?;
     put("pod.yaml.j2", "run/pod.yaml")?;
+    // One requirements file per install layer: the Dockerfile installs these in order;
+    // requirements.txt stays the whole set, for anyone installing outside an image.
+    for l in &layers {
+        let layer =
+            minijinja::context! { layer_name => l.name, pip => l.pins.clone(), ..ctx.clone() };
+        let text = render_with("requirements.txt.j2", &layer)?;
+        files.insert(l.file.clone(), text.into_bytes());
+    }
 
     // The smoke test is copied verbatim (not a template) so every path runs the same bytes.
     files.insert(
@@ -287,6 +297,11 @@ struct Ctx {
     closure_index_url: Option<String>,
     /// The closure's pip entries, for pylock.toml.
     closure_pkgs: Vec<crate::core::lock::ClosurePkg>,
+    /// The closure's pip entries in install layers ([`layers`]), each its own requirements file;
+    /// empty without a closure (requirements.txt is installed whole).
+    layers: Vec<layers::Layer>,
+    /// The layer a requirements file is rendered for (`None`: requirements.txt, the whole set).
+    layer_name: Option<&'static str>,
     /// The closure has conda entries: the image installs the explicit file (no solve) in a
     /// throwaway `install` stage, then the pip entries with `--no-deps --require-hashes`.
     conda_closure: bool,
@@ -295,8 +310,10 @@ struct Ctx {
     /// Its `URL#MD5` lines, in link order.
     explicit_lines: Vec<String>,
     platform: &'static str,
-    /// The conda env script (`envbuild/conda-env.sh`) and the CA bundle's slot.
+    /// The env scripts (`envbuild/conda-env.sh`, `envbuild/python-env.sh`) and the CA bundle's
+    /// slot.
     conda_env_script: &'static str,
+    python_env_script: &'static str,
     ca_bundle_file: &'static str,
     /// `3.13`: pylock.toml's `requires-python`.
     python_minor: String,
@@ -322,6 +339,9 @@ struct Ctx {
     pip_find_links: Vec<String>,
     /// The find-links directories, for the Dockerfile's COPY lines.
     pip_find_links_dirs: Vec<String>,
+    /// The same, as the install steps' (source, target) bind mounts (copies for the classic
+    /// builder), beside the requirements where pip reads a relative location from.
+    find_links_binds: Vec<(String, String)>,
     conda_override_cuda: Option<String>,
     base_image: String,
     base_digest: Option<String>,
@@ -367,13 +387,7 @@ impl Ctx {
 
         let conda_closure = conda::conda_pkgs(lock).next().is_some();
         let conda_deps = environment_conda_deps(lock, &python);
-        let cuda_major_minor = {
-            let mut it = lock.cuda.split('.');
-            match (it.next(), it.next()) {
-                (Some(a), Some(b)) => format!("{a}.{b}"),
-                _ => lock.cuda.clone(),
-            }
-        };
+        let cuda_major_minor = major_minor(&lock.cuda);
         // NVIDIA_REQUIRE_CUDA is compared with the CUDA version the host driver supports. A
         // native lock needs the driver of its own CUDA (driver_min, `cuda>=X.Y`); a lock whose
         // target runs it through minor-version compatibility needs only the major's first
@@ -418,6 +432,8 @@ impl Ctx {
             closure,
             closure_index_url,
             closure_pkgs: conda::pip_pkgs(lock).cloned().collect(),
+            layers: layers::split(conda::pip_pkgs(lock), &layers::extras(lock)),
+            layer_name: None,
             conda_closure,
             explicit_file: conda::explicit_file_name(lock),
             explicit_lines: conda::link_order(lock)
@@ -426,6 +442,7 @@ impl Ctx {
                 .collect(),
             platform: lock.platform.as_str(),
             conda_env_script: CONDA_ENV_SCRIPT,
+            python_env_script: PYTHON_ENV_SCRIPT,
             ca_bundle_file: CA_BUNDLE_FILE,
             python_minor: python.split('.').take(2).collect::<Vec<_>>().join("."),
             header: format!(
@@ -448,6 +465,7 @@ impl Ctx {
             pip_main_index_url: lock.install.pip_index_url.clone(),
             pip_find_links: lock.install.pip_find_links.clone(),
             pip_find_links_dirs: local_find_links(lock).map(String::from).collect(),
+            find_links_binds: find_links_binds(lock),
             conda_override_cuda: lock.install.conda_override_cuda.clone(),
             base_image,
             base_digest: lock.image.base_digest.clone(),
@@ -481,6 +499,23 @@ impl Ctx {
             label_variant: LABEL_VARIANT,
         })
     }
+}
+
+/// `12.4.1` -> `12.4`.
+fn major_minor(version: &str) -> String {
+    let mut it = version.split('.');
+    match (it.next(), it.next()) {
+        (Some(a), Some(b)) => format!("{a}.{b}"),
+        _ => version.to_string(),
+    }
+}
+
+/// The find-links directories as install-step (source, target) pairs: each beside the
+/// requirements under /tmp/envbuild, where pip reads a relative location from.
+fn find_links_binds(lock: &Lock) -> Vec<(String, String)> {
+    local_find_links(lock)
+        .map(|d| (d.to_string(), format!("/tmp/envbuild/{d}")))
+        .collect()
 }
 
 /// environment.yml's conda dependencies: the lock's conda specs; wheel sources get python (and
