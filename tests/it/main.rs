@@ -7,6 +7,7 @@
 mod architecture;
 // Child processes: time limits and interrupts kill the whole process group.
 mod children;
+// Ranges on the core keys: the founding example, `--locked`/`--upgrade`, `explain`, docs/spec.md's range examples.
 mod choose;
 // docs/ci.md's workflows parse, and their envbuild command lines with them.
 mod ci_docs;
