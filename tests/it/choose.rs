@@ -136,3 +136,32 @@ fn the_spec_pages_range_examples_choose_what_they_show() {
     }
     assert!(checked >= 5, "{checked} examples");
 }
+
+#[test]
+fn cuda_version_is_in_the_schema_and_its_errors_point_at_it() {
+    let out = envbuild().arg("schema").output().unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&stdout_of(&out)).unwrap();
+    assert_eq!(
+        schema["properties"]["cuda-version"]["type"], "string",
+        "{schema}"
+    );
+    // conda-forge's 2.5.1 has no CUDA 12.8 build: the error sits at `cuda-version`, and the
+    // hint that moves to the PyTorch index says to drop it.
+    let dir = tempdir();
+    let spec = dir.path().join("envbuild.toml");
+    fs::write(
+        &spec,
+        "name = \"cv\"\npython = \"3.12\"\npytorch = \"2.5.1\"\ncuda-version = \"12.8\"\n\n[target]\ndriver = \"570.133.20\"\ngpus = [\"L4\"]\n",
+    )
+    .unwrap();
+    let out = envbuild()
+        .args(["lock", "--no-closure"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert!(err.contains("error[NO_SUCH_VARIANT]"), "{err}");
+    assert!(err.contains("envbuild.toml:4:1"), "{err}");
+    assert!(err.contains("without cuda-version"), "{err}");
+}
