@@ -88,6 +88,10 @@ pub fn resolve_loaded(loaded: &LoadedSpec, table: &Table) -> Resolution {
     let mut res = crate::core::resolve::resolve(&loaded.spec, table, &hash);
     let locator = Locator::new(&loaded.text, &loaded.display);
     for d in &mut res.diagnostics {
+        // The rules name conda-forge's selector `cuda`; the spec may spell it `cuda-version`.
+        if d.field.as_deref() == Some("cuda") && loaded.spec.cuda_version_key {
+            d.field = Some("cuda-version".into());
+        }
         if d.location.is_none() {
             if let Some(f) = &d.field {
                 d.location = locator

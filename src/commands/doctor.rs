@@ -6,7 +6,7 @@ use crate::cli::DoctorArgs;
 use crate::core::compat::Table;
 use crate::core::diag::Failure;
 
-pub fn run(table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
+pub fn run(o: &super::Output, table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
     let req = DoctorRequest {
         lock: args.lock.as_deref(),
         expect_file: args.expect_file.as_deref(),
@@ -18,6 +18,6 @@ pub fn run(table: &Table, args: &DoctorArgs) -> Result<i32, Failure> {
     } else {
         crate::core::doctor::render(&report, super::stdout_color())
     };
-    super::out(&text)?;
+    o.out(&text)?;
     Ok(report.exit_code())
 }

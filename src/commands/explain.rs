@@ -6,7 +6,7 @@ use crate::cli::{ExplainArgs, ExplainFormat};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Failure};
 
-pub fn run(table: &Table, args: &ExplainArgs) -> Result<i32, Failure> {
+pub fn run(o: &super::Output, table: &Table, args: &ExplainArgs) -> Result<i32, Failure> {
     let w = match crate::app::explain::explain(table, &args.spec) {
         Ok(w) => w,
         Err(diags) => {
@@ -19,7 +19,7 @@ pub fn run(table: &Table, args: &ExplainArgs) -> Result<i32, Failure> {
         ExplainFormat::Markdown => crate::core::explain::markdown(&w, args.all, args.top),
         ExplainFormat::Json => super::json_text(&w)?,
     };
-    super::out(&text)?;
+    o.out(&text)?;
     // Nothing locks: the same failure `lock` reports, after the table that shows why.
     Ok(if w.chosen.is_some() {
         exit::OK

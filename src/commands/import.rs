@@ -8,7 +8,7 @@ use crate::core::compat::Table;
 use crate::core::diag::{exit, Failure};
 use crate::core::import::ImportOptions;
 
-pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
+pub fn run(o: &super::Output, table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
     let opts = ImportOptions {
         driver: args.driver.clone(),
         gpus: args.gpus.clone(),
@@ -26,7 +26,7 @@ pub fn run(table: &Table, args: &ImportArgs) -> Result<i32, Failure> {
         }
     };
     match &args.out {
-        None => super::out(&spec)?,
+        None => o.out(&spec)?,
         Some(out) => {
             write_new(out, spec.as_bytes(), args.force)?;
             eprintln!("wrote {}", crate::core::diag::shown(out));

@@ -1,7 +1,7 @@
 //! `envbuild lock`: the CLI adapter over `app::lock`: prints the diagnostics (or the JSON
 //! document) and maps the outcome to an exit code.
 
-use super::{eprint_diagnostics, print_json};
+use super::{eprint_diagnostics, Output};
 use crate::app::lock::{lock, LockOutcome, LockRequest};
 use crate::cli::LockArgs;
 use crate::core::compat::Table;
@@ -26,9 +26,14 @@ fn status(diags: &[Diagnostic]) -> &'static str {
     }
 }
 
-fn report(json: bool, diags: &[Diagnostic], lock: Option<&Lock>) -> Result<(), Failure> {
+fn report(
+    o: &Output,
+    json: bool,
+    diags: &[Diagnostic],
+    lock: Option<&Lock>,
+) -> Result<(), Failure> {
     if json {
-        print_json(&JsonOut {
+        o.print_json(&JsonOut {
             status: status(diags),
             diagnostics: diags,
             lock,
@@ -66,7 +71,7 @@ fn summary(lock: &Lock) -> String {
     text
 }
 
-pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
+pub fn run(o: &Output, table: &Table, args: &LockArgs) -> Result<i32, Failure> {
     let req = LockRequest {
         spec: &args.spec,
         out: args.out.as_deref(),
@@ -78,7 +83,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
     };
     match lock(table, &req)? {
         LockOutcome::Refused { diagnostics } => {
-            report(args.json, &diagnostics, None)?;
+            report(o, args.json, &diagnostics, None)?;
             Ok(exit::FAILURE)
         }
         LockOutcome::Current {
@@ -86,7 +91,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
             path,
             diagnostics,
         } => {
-            report(args.json, &diagnostics, Some(&lock))?;
+            report(o, args.json, &diagnostics, Some(&lock))?;
             if !args.json {
                 eprintln!("{} is up to date", crate::core::diag::shown(&path));
             }
@@ -97,7 +102,7 @@ pub fn run(table: &Table, args: &LockArgs) -> Result<i32, Failure> {
             path,
             diagnostics,
         } => {
-            report(args.json, &diagnostics, Some(&lock))?;
+            report(o, args.json, &diagnostics, Some(&lock))?;
             if !args.json {
                 eprintln!(
                     "wrote {} ({})",

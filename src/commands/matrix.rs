@@ -5,7 +5,7 @@ use crate::cli::{MatrixArgs, MatrixFormat, MatrixVariant};
 use crate::core::compat::Table;
 use crate::core::diag::Failure;
 
-pub fn run(table: &Table, args: &MatrixArgs) -> Result<i32, Failure> {
+pub fn run(o: &super::Output, table: &Table, args: &MatrixArgs) -> Result<i32, Failure> {
     let specs = crate::app::matrix::specs(&args.specs)?;
     let variants: Vec<&str> = match args.variant {
         None => Vec::new(),
@@ -19,6 +19,6 @@ pub fn run(table: &Table, args: &MatrixArgs) -> Result<i32, Failure> {
         MatrixFormat::Gitlab => crate::core::matrix::gitlab(&entries),
         MatrixFormat::Json => super::json_text(&serde_json::json!({ "matrix": entries }))?,
     };
-    super::out(&text)?;
+    o.out(&text)?;
     Ok(crate::core::diag::exit::OK)
 }

@@ -13,20 +13,14 @@ pub mod verdicts;
 
 mod doctor;
 mod explain;
+mod output;
 mod smoke;
+
+pub use output::{json_text, Output};
 
 use crate::app::load_table;
 use crate::cli::{Cli, Command};
 use crate::core::diag::{Diagnostic, Failure};
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Whether anything reached stdout: `run` adds an error document only to a run that printed
-/// none, so `--json` gives exactly one.
-static STDOUT_WRITTEN: AtomicBool = AtomicBool::new(false);
-
-/// Whether the command wrote its `--junit` file: `run` writes one for a failure only when the
-/// command did not, so CI always finds the file it asked for.
-static JUNIT_WRITTEN: AtomicBool = AtomicBool::new(false);
 
 /// Run one command; `Ok(code)` is the exit code of a command that ran to completion.
 ///
@@ -40,10 +34,11 @@ static JUNIT_WRITTEN: AtomicBool = AtomicBool::new(false);
 pub fn run(cli: Cli) -> Result<i32, Failure> {
     let json = json_requested(&cli.command);
     let junit = junit_requested(&cli.command);
-    let result = run_command(cli);
+    let o = Output::new();
+    let result = run_command(cli, &o);
     if let (Some((path, suite)), Err(failure)) = (&junit, &result) {
-        if !JUNIT_WRITTEN.load(Ordering::Relaxed) {
-            let written = write_junit(path, &[verdicts::error_suite(suite, failure)]);
+        if !o.junit_written() {
+            let written = o.write_junit(path, &[verdicts::error_suite(suite, failure)]);
             // The run's own failure is what the exit code and stderr report.
             if let Err(e) = written {
                 eprint_diagnostics(&e.diagnostics);
@@ -51,8 +46,8 @@ pub fn run(cli: Cli) -> Result<i32, Failure> {
         }
     }
     if let (Some(shape), Err(failure)) = (json, &result) {
-        if !STDOUT_WRITTEN.load(Ordering::Relaxed) {
-            print_json(&error_document(shape, &failure.diagnostics))?;
+        if !o.stdout_written() {
+            o.print_json(&error_document(shape, &failure.diagnostics))?;
         }
     }
     result
@@ -68,6 +63,7 @@ pub fn refused_arguments(args: &[std::ffi::OsString], e: &clap::Error) -> i32 {
         return exit::OK;
     }
     let asked = crate::cli::requested(args);
+    let o = Output::new();
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("the arguments were refused");
     let command = asked.command.as_deref().unwrap_or("");
@@ -81,11 +77,11 @@ pub fn refused_arguments(args: &[std::ffi::OsString], e: &clap::Error) -> i32 {
         _ => None,
     };
     if let (true, Some(shape)) = (asked.json, shape) {
-        let _ = print_json(&error_document(shape, &failure.diagnostics));
+        let _ = o.print_json(&error_document(shape, &failure.diagnostics));
     }
     if let (Some(path), "image" | "test" | "smoke") = (&asked.junit, command) {
         let suite = format!("envbuild {command}");
-        if let Err(f) = write_junit(path, &[verdicts::error_suite(&suite, &failure)]) {
+        if let Err(f) = o.write_junit(path, &[verdicts::error_suite(&suite, &failure)]) {
             eprint_diagnostics(&f.diagnostics);
         }
     }
@@ -111,18 +107,6 @@ fn junit_requested(command: &Command) -> Option<(std::path::PathBuf, String)> {
         _ => (None, String::new()),
     };
     path.map(|p| (p.clone(), suite))
-}
-
-/// Write the JUnit file (atomically: see `infra::fs::write_atomic`); every `--junit` write goes
-/// through here.
-pub fn write_junit(
-    path: &std::path::Path,
-    suites: &[crate::core::report::Suite<'_>],
-) -> Result<(), Failure> {
-    let xml = crate::core::report::junit_xml(suites)?;
-    crate::infra::fs::write_atomic(path, xml.as_bytes())?;
-    JUNIT_WRITTEN.store(true, Ordering::Relaxed);
-    Ok(())
 }
 
 /// The shape of a command's `--json` document, when `--json` was given.
@@ -167,61 +151,29 @@ fn error_document(shape: JsonShape, diagnostics: &[Diagnostic]) -> serde_json::V
     }
 }
 
-fn run_command(cli: Cli) -> Result<i32, Failure> {
+fn run_command(cli: Cli, o: &Output) -> Result<i32, Failure> {
     let table = load_table(cli.table.as_deref())?;
     match cli.command {
-        Command::Lock(args) => lock::run(&table, &args),
-        Command::ShowTable(args) => table::run(&table, cli.table.as_deref(), &args),
-        Command::Import(args) => import::run(&table, &args),
-        Command::Smoke(args) => smoke::run(&table, &args),
-        Command::Doctor(args) => doctor::run(&table, &args),
+        Command::Lock(args) => lock::run(o, &table, &args),
+        Command::ShowTable(args) => table::run(o, &table, cli.table.as_deref(), &args),
+        Command::Import(args) => import::run(o, &table, &args),
+        Command::Smoke(args) => smoke::run(o, &table, &args),
+        Command::Doctor(args) => doctor::run(o, &table, &args),
         Command::Render(args) => render::run(&table, &args),
         Command::Templates(cmd) => render::templates(&cmd),
-        Command::Image(args) => image::run(&table, args),
-        Command::Test(args) => test::run(&table, args),
-        Command::Matrix(args) => matrix::run(&table, &args),
-        Command::Explain(args) => explain::run(&table, &args),
-        Command::Schema(_) => json_text(&crate::core::spec::schema::schema()).and_then(|t| {
-            out(&t)?;
-            Ok(crate::core::diag::exit::OK)
-        }),
+        Command::Image(args) => image::run(o, &table, args),
+        Command::Test(args) => test::run(o, &table, args),
+        Command::Matrix(args) => matrix::run(o, &table, &args),
+        Command::Explain(args) => explain::run(o, &table, &args),
+        Command::Schema(_) => o
+            .print_json(&crate::core::spec::schema::schema())
+            .map(|()| crate::core::diag::exit::OK),
     }
 }
 
 /// Print diagnostics to stderr (warnings included).
 pub fn eprint_diagnostics(diags: &[Diagnostic]) {
     crate::core::diag::eprint_all(diags, &mut std::io::stderr());
-}
-
-/// Print a JSON value on stdout.
-pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Failure> {
-    out(&json_text(value)?)
-}
-
-/// A JSON document as printed: pretty, with a final newline.
-pub fn json_text<T: serde::Serialize>(value: &T) -> Result<String, Failure> {
-    let s = serde_json::to_string_pretty(value)
-        .map_err(|e| Failure::bug(format!("cannot serialise JSON: {e}")))?;
-    Ok(s + "\n")
-}
-
-/// Every byte envbuild prints on stdout goes through here. A closed pipe (`| head -c1`) ends
-/// the output quietly and the command keeps its exit code; any other write error (`> /dev/full`)
-/// is an `IO_ERROR`, never a panic.
-pub fn out(text: &str) -> Result<(), Failure> {
-    use std::io::Write;
-    if !text.is_empty() {
-        STDOUT_WRITTEN.store(true, Ordering::Relaxed);
-    }
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::io(std::path::Path::new("<stdout>"), &e)),
-    }
 }
 
 /// Colours only for a terminal, and never when `NO_COLOR` is set (no-color.org).

@@ -9,9 +9,9 @@ use crate::core::diag::{exit, Failure};
 use crate::core::smoke::{self, Mode};
 use std::time::Duration;
 
-pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
+pub fn run(o: &super::Output, table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     if args.print_script {
-        super::out(smoke::SCRIPT)?;
+        o.out(smoke::SCRIPT)?;
         return Ok(exit::OK);
     }
     if args.timeout == 0 {
@@ -37,7 +37,7 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     };
     let report = smoke::with_hints(&report, place);
     if let Some(path) = &args.junit {
-        super::write_junit(path, &[smoke::junit_suite(&report, "envbuild.smoke")])?;
+        o.write_junit(path, &[smoke::junit_suite(&report, "envbuild.smoke")])?;
     }
     let text = if args.json {
         // The report with the run's diagnostics beside its checks; `table learn` reads it back.
@@ -52,7 +52,7 @@ pub fn run(table: &Table, args: &SmokeArgs) -> Result<i32, Failure> {
     } else {
         smoke::render_table(&report, super::stdout_color())
     };
-    super::out(&text)?;
+    o.out(&text)?;
     // Warnings only: the verdict is the smoke test's.
     super::eprint_diagnostics(&mismatches);
     Ok(report.exit_code())

@@ -2,7 +2,7 @@
 //! `envbuild table learn`, which writes a corrected table (stdout or `--out`) and says on stderr
 //! what it learned. Writes to stdout, stderr and the `--out` file.
 
-use super::print_json;
+use super::Output;
 use crate::cli::{LearnArgs, TableArgs, TableCommand, TableSection};
 use crate::core::compat::{Confidence, Table, EMBEDDED};
 use crate::core::diag::{exit, Failure};
@@ -244,7 +244,11 @@ pub fn channels_text(t: &Table) -> String {
 }
 
 /// `envbuild table learn`: the learned table to stdout or `--out`, its changes to stderr.
-fn learn(table_path: Option<&std::path::Path>, args: &LearnArgs) -> Result<i32, Failure> {
+fn learn(
+    o: &Output,
+    table_path: Option<&std::path::Path>,
+    args: &LearnArgs,
+) -> Result<i32, Failure> {
     let opts = crate::core::learn::LearnOptions {
         date: args.date.clone(),
         image: args.image.clone(),
@@ -252,7 +256,7 @@ fn learn(table_path: Option<&std::path::Path>, args: &LearnArgs) -> Result<i32, 
     let learned = crate::app::learn::learn(table_path, &args.reports, &opts)?;
     match &args.out {
         Some(path) => crate::infra::fs::write_atomic(path, learned.text.as_bytes())?,
-        None => super::out(&learned.text)?,
+        None => o.out(&learned.text)?,
     }
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "learned from {} report file(s):", args.reports.len());
@@ -272,12 +276,13 @@ fn learn(table_path: Option<&std::path::Path>, args: &LearnArgs) -> Result<i32, 
 /// `envbuild table [SECTION]`, or `table learn`; `table_path` is `--table FILE`, whose text
 /// `learn` edits.
 pub fn run(
+    o: &Output,
     table: &Table,
     table_path: Option<&std::path::Path>,
     args: &TableArgs,
 ) -> Result<i32, Failure> {
     if let Some(TableCommand::Learn(learn_args)) = &args.command {
-        return learn(table_path, learn_args);
+        return learn(o, table_path, learn_args);
     }
     if args.toml {
         // The embedded text keeps its comments; an override is re-serialised.
@@ -289,24 +294,24 @@ pub fn run(
             toml::to_string(table)
                 .map_err(|e| Failure::bug(format!("cannot serialise the table: {e}")))?
         };
-        super::out(&text)?;
+        o.out(&text)?;
         return Ok(exit::OK);
     }
     if args.json {
         match args.section {
-            None => print_json(table)?,
+            None => o.print_json(table)?,
             Some(TableSection::Torch) => {
-                print_json(&serde_json::json!({"torch": table.torch, "wheel": table.wheel}))?
+                o.print_json(&serde_json::json!({"torch": table.torch, "wheel": table.wheel}))?
             }
-            Some(TableSection::Cuda) => print_json(
+            Some(TableSection::Cuda) => o.print_json(
                 &serde_json::json!({"cuda": table.cuda, "cuda_family": table.cuda_family, "driver_branch": table.driver_branch}),
             )?,
             Some(TableSection::Gpu) => {
-                print_json(&serde_json::json!({"gpu": table.gpu, "arch": table.arch}))?
+                o.print_json(&serde_json::json!({"gpu": table.gpu, "arch": table.arch}))?
             }
-            Some(TableSection::Python) => print_json(&serde_json::json!({"python": table.python}))?,
+            Some(TableSection::Python) => o.print_json(&serde_json::json!({"python": table.python}))?,
             Some(TableSection::Channels) => {
-                print_json(&serde_json::json!({"channel": table.channel}))?
+                o.print_json(&serde_json::json!({"channel": table.channel}))?
             }
         }
         return Ok(exit::OK);
@@ -330,6 +335,6 @@ pub fn run(
             torch_text(table)
         ),
     };
-    super::out(&text)?;
+    o.out(&text)?;
     Ok(exit::OK)
 }

@@ -10,9 +10,13 @@ use std::time::Duration;
 
 /// `envbuild test IMAGE`. A lock is only read, never resolved; the table is what the image's
 /// torch is compared with (`TABLE_MISMATCH`).
-pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Failure> {
+pub fn run(
+    o: &super::Output,
+    table: &crate::core::compat::Table,
+    args: TestArgs,
+) -> Result<i32, Failure> {
     if args.show_verdict {
-        return show_verdict(&args.image, args.json);
+        return show_verdict(o, &args.image, args.json);
     }
     let req = TestRequest {
         image: &args.image,
@@ -34,6 +38,7 @@ pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Fa
         .as_deref()
         .and_then(|p| crate::app::read_lock(p).ok());
     report(
+        o,
         vec![result],
         args.json,
         args.junit.as_deref(),
@@ -44,11 +49,11 @@ pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Fa
 
 /// `test IMAGE --show-verdict`: the verdict stored beside IMAGE in its registry, as text or
 /// JSON; exit 1 (`VERDICT_MISSING`) when it is for another digest than the tag names now.
-fn show_verdict(image: &str, json: bool) -> Result<i32, Failure> {
+fn show_verdict(o: &super::Output, image: &str, json: bool) -> Result<i32, Failure> {
     let shown = crate::app::publish::show_verdict(image)?;
     let v = &shown.verdict;
     if json {
-        super::print_json(&serde_json::json!({
+        o.print_json(&serde_json::json!({
             "image": image,
             "digest": shown.current_digest,
             "holds": shown.current(),
@@ -70,7 +75,7 @@ fn show_verdict(image: &str, json: bool) -> Result<i32, Failure> {
             v.engine.host,
             v.gpus
         );
-        super::out(&text)?;
+        o.out(&text)?;
     }
     if shown.current() {
         eprintln!(

@@ -47,6 +47,7 @@ pub fn mismatches(results: &[SmokeResult], table: &Table, lock: &Lock) -> Vec<Di
 /// the table and lock to compare each image's torch with (`TABLE_MISMATCH`), when there is a
 /// lock.
 pub fn report(
+    output: &super::Output,
     results: Vec<SmokeResult>,
     json: bool,
     junit: Option<&Path>,
@@ -62,7 +63,7 @@ pub fn report(
                 Err(f) => error_suite(&r.name, f),
             })
             .collect();
-        super::write_junit(path, &suites)?;
+        output.write_junit(path, &suites)?;
     }
     let all_passed = results.iter().all(SmokeResult::passed);
     if json {
@@ -74,7 +75,7 @@ pub fn report(
         let smoke: Vec<serde_json::Value> = results.iter().map(smoke_json).collect();
         doc.insert("smoke".into(), smoke.into());
         doc.insert("diagnostics".into(), serde_json::json!(warnings));
-        super::print_json(&doc)?;
+        output.print_json(&doc)?;
     } else {
         let color = super::stdout_color();
         for r in &results {
@@ -84,7 +85,7 @@ pub fn report(
                     title.push_str(" (verdict reused; --retest runs it again)");
                 }
                 let shown = with_hints(&o.report, Place::Container);
-                super::out(&format!("{title}\n{}", render_table(&shown, color)))?;
+                output.out(&format!("{title}\n{}", render_table(&shown, color)))?;
                 if !o.report.passed(o.exit_code) && !o.stderr_tail.is_empty() {
                     eprintln!("smoke test stderr (last lines):\n{}", o.stderr_tail);
                 }

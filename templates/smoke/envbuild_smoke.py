@@ -42,7 +42,10 @@ START = time.perf_counter()
 # peak". Keys are matched as consecutive words of the device name, most specific first.
 # Fields: bf16 TFLOP/s (fp16 where the GPU has no native bf16), tf32 TFLOP/s (fp32 where it has
 # no tf32), host link GB/s (PCIe x16 nominal: gen3 16, gen4 32, gen5 64), and the full GPU's SM
-# count, which tells a MIG slice (fewer SMs) from the whole GPU.
+# count, which tells a MIG slice (fewer SMs) from the whole GPU. Generated from the
+# compatibility table's [[gpu_peak]] rows: edit those, then
+# `ENVBUILD_BLESS=1 cargo test --locked --test it nominal_peaks`.
+# nominal-peaks:start
 NOMINAL_PEAKS = [
     ("H100 PCIE", {"bf16": 756.0, "tf32": 378.0, "h2d": 64.0, "sms": 114}),
     ("H100 NVL", {"bf16": 835.0, "tf32": 418.0, "h2d": 64.0, "sms": 132}),
@@ -58,6 +61,7 @@ NOMINAL_PEAKS = [
     ("T4", {"bf16": 65.0, "tf32": 8.1, "h2d": 16.0, "sms": 40}),
     ("V100", {"bf16": 125.0, "tf32": 15.7, "h2d": 16.0, "sms": 80}),
 ]
+# nominal-peaks:end
 # Below these fractions of the nominal peak a figure is reported as a warning.
 TFLOPS_WARN_FRACTION = 0.3
 H2D_WARN_FRACTION = 0.5

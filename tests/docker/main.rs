@@ -36,18 +36,30 @@ macro_rules! trials {
 /// The shared test support (tests/support), by the name the `it` target gives it too.
 use envbuild_test_support as support;
 
+// Reaching the engine (skip outside CI, fail in CI) and base images made from Debian's packages.
 mod engine_support;
 
+// Any base a user names builds or is refused with a reason.
 mod bases;
+// The `envbuild image` benchmark (bench/image.sh; opt-in).
 mod bench;
+// BuildKit through the Engine API: a build that passes, local wheels bind-mounted, the pip cache mount.
 mod buildkit;
+// The registry build cache: `image --push` sends the install stage, an empty engine builds from it.
 mod cache;
+// A pip closure's image: its own pip agrees with envbuild's resolution.
 mod closure;
+// A conda closure's image: the explicit file behind a TLS-inspecting network, `test --lock` drift.
 mod conda_closure;
+// End to end against the real engine: images built and smoke-tested, no container left behind.
 mod docker;
+// `envbuild test --lock` and `TABLE_MISMATCH` from a real image.
 mod learn;
+// `envbuild image DIR --jobs 2`: several specs at once.
 mod many;
+// `image --push`, `--pull` and `test --show-verdict` against a real registry.
 mod push;
+// Identity and verdicts under attack (issue 20).
 mod trust;
 
 /// A trial that runs `f`, turning a [`engine_support::Skip`] unwind into "ignored, reason".

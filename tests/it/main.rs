@@ -7,6 +7,7 @@
 mod architecture;
 // Child processes: time limits and interrupts kill the whole process group.
 mod children;
+// Ranges on the core keys: the founding example, `--locked`/`--upgrade`, `explain`, docs/spec.md's range examples.
 mod choose;
 // docs/ci.md's workflows parse, and their envbuild command lines with them.
 mod ci_docs;
@@ -34,6 +35,8 @@ mod lock;
 mod matrix;
 // ARCHITECTURE.md's module index, generated from each src file's `//!` doc.
 mod module_index;
+// The smoke script's NOMINAL_PEAKS, generated from the table's [[gpu_peak]] rows.
+mod nominal_peaks;
 // Every string a spec or table carries into a lock passes the rules `render` checks it with.
 mod one_validation;
 // The README: its example locks, its commands exist, every code and cited test exists.

@@ -1,7 +1,6 @@
 //! Applying a hint to a spec's text, for the tests that check every hint locks: the property
-//! test over the real table (tests/it/resolve_props.rs) and the resolver's unit tests (which
-//! still include this file by `#[path]` from src/core/resolve/tests.rs; a dev-dependency, they
-//! can use `envbuild_test_support::hint_apply` instead). Performs no I/O.
+//! test over the real table (tests/it/resolve_props.rs). The resolver's unit tests apply hints
+//! with the library's own `core::resolve::proposal`. Performs no I/O.
 
 /// The spec text changed as one alternative of a hint says: its `key = "value"` (or
 /// `key = [...]`) assignments set, its `without key` keys removed.

@@ -9,7 +9,7 @@ use super::{options, run_json};
 use crate::app::image_many::{self, Job, JobOutcome, JobResult, Prepared, Schedule};
 use crate::cli::ImageArgs;
 use crate::commands::verdicts::{error_suite, failed_diagnostic, mismatches, smoke_json};
-use crate::commands::{eprint_diagnostics, out, print_json, write_junit};
+use crate::commands::{eprint_diagnostics, Output};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Diagnostic, Failure};
 use crate::core::report::Suite;
@@ -53,9 +53,34 @@ fn ca_notes(trusted: &[(String, String)], jobs: usize) -> Vec<String> {
         .collect()
 }
 
+/// What the builds will trust and use from this machine, and each prepared spec's warnings
+/// (stderr), before any build starts.
+fn print_notes(trusted: &[(String, String)], jobs: &[Job], opts: &crate::app::image::ImageOptions) {
+    for note in ca_notes(trusted, jobs.len()) {
+        eprintln!("{note}");
+    }
+    if !opts.build_args.is_empty() {
+        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
+        eprintln!(
+            "note: the builds use this machine's {} (not stored in the images)",
+            names.join(", ")
+        );
+    }
+    for job in jobs {
+        if let Ok(p) = &job.prepared {
+            eprint_diagnostics(&p.warnings);
+        }
+    }
+}
+
 /// Several specs (or a folder's): each prepared, then run at most `--jobs` at once; `mirror` is
 /// `--pip-mirror`, checked already.
-pub(super) fn run(table: &Table, args: ImageArgs, mirror: Option<&str>) -> Result<i32, Failure> {
+pub(super) fn run(
+    o: &Output,
+    table: &Table,
+    args: ImageArgs,
+    mirror: Option<&str>,
+) -> Result<i32, Failure> {
     if !args.tags.is_empty() {
         return Err(Failure::usage(
             "--tag names one image: it cannot be given with several specs",
@@ -94,21 +119,7 @@ pub(super) fn run(table: &Table, args: ImageArgs, mirror: Option<&str>) -> Resul
             }
         })
         .collect();
-    for note in ca_notes(&trusted, jobs.len()) {
-        eprintln!("{note}");
-    }
-    if !opts.build_args.is_empty() {
-        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
-        eprintln!(
-            "note: the builds use this machine's {} (not stored in the images)",
-            names.join(", ")
-        );
-    }
-    for job in &jobs {
-        if let Ok(p) = &job.prepared {
-            eprint_diagnostics(&p.warnings);
-        }
-    }
+    print_notes(&trusted, &jobs, &opts);
     // Overlapping runs cannot share one live line: step lines, as in CI.
     let mode = match ProgressMode::detect(args.verbose) {
         ProgressMode::Tty => ProgressMode::Plain,
@@ -155,7 +166,7 @@ pub(super) fn run(table: &Table, args: ImageArgs, mirror: Option<&str>) -> Resul
     let table_text = summary_table(&rows);
     if let Some(path) = &args.junit {
         let cancelled = cancelled_failure();
-        write_junit(
+        o.write_junit(
             path,
             &suites(&jobs, &run.results, &opts.variants, &cancelled),
         )?;
@@ -163,9 +174,9 @@ pub(super) fn run(table: &Table, args: ImageArgs, mirror: Option<&str>) -> Resul
     let all_passed = run.results.iter().all(|r| r.outcome.passed());
     if args.json {
         eprint!("{table_text}");
-        print_json(&document(table, &jobs, &run.results, &rows, all_passed))?;
+        o.print_json(&document(table, &jobs, &run.results, &rows, all_passed))?;
     } else {
-        out(&table_text)?;
+        o.out(&table_text)?;
     }
     report_failures(table, &jobs, &run.results);
     if run.interrupted {

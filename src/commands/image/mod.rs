@@ -49,11 +49,15 @@ fn variants(v: VariantArg) -> Vec<String> {
 
 /// `envbuild image SPEC`: lock check (or `--update-lock`), render, build, smoke test, report.
 /// Several specs, or a folder, go to [`many`].
-pub fn run(table: &crate::core::compat::Table, args: ImageArgs) -> Result<i32, Failure> {
+pub fn run(
+    o: &crate::commands::Output,
+    table: &crate::core::compat::Table,
+    args: ImageArgs,
+) -> Result<i32, Failure> {
     let mirror = crate::cli::parse::pip_mirror(args.pip_mirror.as_deref())?;
     match args.specs.as_slice() {
-        [spec] if !spec.is_dir() => one::run(table, spec, &args, mirror.as_deref()),
-        _ => many::run(table, args, mirror.as_deref()),
+        [spec] if !spec.is_dir() => one::run(o, table, spec, &args, mirror.as_deref()),
+        _ => many::run(o, table, args, mirror.as_deref()),
     }
 }
 

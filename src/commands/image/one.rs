@@ -8,13 +8,14 @@ use super::{options, run_json};
 use crate::app::image::{ImageRun, RenderedImage};
 use crate::cli::ImageArgs;
 use crate::commands::verdicts::{error_suite, report};
-use crate::commands::{eprint_diagnostics, print_json, write_junit};
+use crate::commands::{eprint_diagnostics, Output};
 use crate::core::diag::Failure;
 use std::path::Path;
 
 /// Lock check (or `--update-lock`), render, build, smoke test, report, for the one `spec`;
 /// `mirror` is `--pip-mirror`, checked already.
 pub(super) fn run(
+    o: &Output,
     table: &crate::core::compat::Table,
     spec: &Path,
     args: &ImageArgs,
@@ -50,6 +51,7 @@ pub(super) fn run(
     let mut display = Display::new(progress, "");
     match crate::app::image::run(&rendered, &opts, &mut |e| display.event(e))? {
         Ok(result) => report_run(
+            o,
             &rendered,
             result,
             args.json,
@@ -60,7 +62,7 @@ pub(super) fn run(
             let f = super::blame_the_mirror(f, mirror);
             // CI still gets its report files when the build itself failed.
             let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
-            report_failure(&name, &f, args.json, args.junit.as_deref())?;
+            report_failure(o, &name, &f, args.json, args.junit.as_deref())?;
             Err(f)
         }
     }
@@ -69,6 +71,7 @@ pub(super) fn run(
 /// Print the verdicts (with the builds in `--json`), write JUnit, and give the exit code; `row`
 /// is the table and lock each image's torch is compared with (`TABLE_MISMATCH`).
 fn report_run(
+    o: &Output,
     rendered: &RenderedImage,
     result: ImageRun,
     json: bool,
@@ -76,21 +79,22 @@ fn report_run(
     row: (&crate::core::compat::Table, &crate::core::lock::Lock),
 ) -> Result<i32, Failure> {
     let extra = run_json(rendered, &result);
-    report(result.smokes, json, junit, extra, Some(row))
+    report(o, result.smokes, json, junit, extra, Some(row))
 }
 
 /// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
 fn report_failure(
+    o: &Output,
     name: &str,
     f: &Failure,
     json: bool,
     junit: Option<&Path>,
 ) -> Result<(), Failure> {
     if let Some(path) = junit {
-        write_junit(path, &[error_suite(name, f)])?;
+        o.write_junit(path, &[error_suite(name, f)])?;
     }
     if json {
-        print_json(&serde_json::json!({
+        o.print_json(&serde_json::json!({
             "verdict": "error",
             "error": f.diagnostics,
         }))?;

@@ -157,6 +157,26 @@ impl CpuArch {
     }
 }
 
+/// A GPU's nominal dense peaks (datasheet figures): what the smoke script's throughput and
+/// host-link checks compare with, to warn when a figure is far below. Never a resolution rule.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuPeakRow {
+    /// Matched as consecutive words of the device name; the first row that matches wins.
+    pub name: String,
+    /// bf16 TFLOP/s (fp16 where the GPU has no native bf16).
+    pub bf16: f64,
+    /// tf32 TFLOP/s (fp32 where it has no tf32).
+    pub tf32: f64,
+    /// The host link's nominal GB/s (PCIe x16).
+    pub h2d: f64,
+    /// The whole GPU's SM count: fewer on the device means a MIG slice.
+    pub sms: u32,
+    #[serde(default)]
+    pub confidence: Confidence,
+    pub source: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PythonRow {
@@ -353,6 +373,10 @@ pub struct Table {
     pub driver_branch: Vec<BranchRow>,
     pub arch: Vec<ArchRow>,
     pub gpu: Vec<GpuRow>,
+    /// Optional: a `--table` file without peaks is still a table (the smoke script carries its
+    /// own copy, generated from the embedded rows).
+    #[serde(default)]
+    pub gpu_peak: Vec<GpuPeakRow>,
     pub python: Vec<PythonRow>,
     pub numpy1: Vec<Numpy1Row>,
     pub channel: Vec<ChannelRow>,
@@ -692,6 +716,11 @@ impl Table {
                 self.base_image
                     .iter()
                     .map(|r| (format!("base image {}", r.image), &r.source)),
+            )
+            .chain(
+                self.gpu_peak
+                    .iter()
+                    .map(|r| (format!("gpu_peak {}", r.name), &r.source)),
             )
         {
             if !self.known_source(src) {

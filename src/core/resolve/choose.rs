@@ -14,7 +14,7 @@ use super::{check, gpu};
 use crate::core::compat::{variant_cuda, variant_of, Table, TorchRow};
 use crate::core::diag::Diagnostic;
 use crate::core::lock::DriverMode;
-use crate::core::spec::{selector_key, Draft, Pin, Source, Spec, Unpinned};
+use crate::core::spec::{Draft, Pin, Source, Spec, Unpinned};
 use crate::core::version::Version;
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -262,20 +262,44 @@ fn add_candidates(
             locks: Cell::Unchecked,
             rank: None,
         };
-        if c.failed_at().is_none() {
-            let eol = matches!(&c.python_cell, Cell::Caveat(w) if w == "end of life");
-            let experimental = matches!(&c.python_cell, Cell::Caveat(w) if w == "experimental");
-            c.rank = Some(Rank {
-                driver: target.driver_tier,
-                torch: Reverse(t.version.clone()),
-                caveat: target.caveat || experimental,
-                cuda: Reverse(target.cuda.clone()),
-                python_eol: eol,
-                python: Reverse(py),
-            });
-        }
+        c.rank = ranked(&target, t, &c.python_cell, &py);
         out.push(c);
     }
+}
+
+/// The rank of a build with a Python, `None` when it fails a constraint (Python, the build,
+/// the driver, a GPU).
+fn ranked(j: &Judged, t: &TorchRow, python_cell: &Cell, py: &Version) -> Option<Rank> {
+    let cells = [python_cell, &j.build, &j.driver]
+        .into_iter()
+        .chain(&j.gpus);
+    if cells.into_iter().any(Cell::is_fail) {
+        return None;
+    }
+    let eol = matches!(python_cell, Cell::Caveat(w) if w == "end of life");
+    let experimental = matches!(python_cell, Cell::Caveat(w) if w == "experimental");
+    Some(Rank {
+        driver: j.driver_tier,
+        torch: Reverse(t.version.clone()),
+        caveat: j.caveat || experimental,
+        cuda: Reverse(j.cuda.clone()),
+        python_eol: eol,
+        python: Reverse(py.clone()),
+    })
+}
+
+/// The [`Rank`] of an exact spec's build (its torch row `t`, from its source, with its CUDA
+/// selector `sel`; PyPI's is the release's), or `None` when the build fails a constraint: what
+/// hints order their alternatives by, so a hint prefers what a choice would.
+pub(super) fn rank_of(
+    spec: &Spec,
+    table: &Table,
+    t: &TorchRow,
+    sel: Option<&Version>,
+    gpus: &[Gpu],
+) -> Option<Rank> {
+    let j = judge_build(spec, table, t, sel, gpus);
+    ranked(&j, t, &python_cell(table, t, &spec.python), &spec.python)
 }
 
 /// One build's verdicts against the target, shared by the candidates of every Python.
@@ -314,7 +338,7 @@ fn judge_build(
         (_, s) => s.cloned(),
     };
     let Some(selector) = selector else {
-        let key = selector_key(source);
+        let key = spec.selector_key();
         let why = if source == Source::Pypi {
             format!("PyPI's torch {} is not a CUDA build", t.version)
         } else if selectors(t, source, platform).is_empty() {
@@ -450,7 +474,7 @@ fn prove(u: &Unpinned, table: &Table, held: &Held, all: bool, w: &mut Weighed) {
         .then(|| {
             w.candidates
                 .iter()
-                .position(|c| c.rank.is_some() && is_held(c, held, w.source))
+                .position(|c| c.rank.is_some() && is_held(c, held, u.rest.selector_key()))
         })
         .flatten();
     let order: Vec<usize> = held_at
@@ -491,14 +515,13 @@ fn proof(spec: &Spec, table: &Table) -> Option<String> {
     }
 }
 
-/// Whether a candidate is the previous lock's choice (every key it recorded).
-fn is_held(c: &Candidate, held: &Held, source: Source) -> bool {
+/// Whether a candidate is the previous lock's choice (every key it recorded); `sel_key` is the
+/// spec's CUDA selector key.
+fn is_held(c: &Candidate, held: &Held, sel_key: &str) -> bool {
     held.iter().all(|(k, v)| match k.as_str() {
         "python" => c.python.to_string() == *v,
         "pytorch" => c.pytorch.to_string() == *v,
-        k if k == selector_key(source) => {
-            c.selector.as_ref().map(|s| s.to_string()) == Some(v.clone())
-        }
+        k if k == sel_key => c.selector.as_ref().map(|s| s.to_string()) == Some(v.clone()),
         _ => true,
     })
 }
@@ -539,7 +562,7 @@ fn no_match(u: &Unpinned, table: &Table, w: &Weighed) -> Diagnostic {
     let (field, _) = closest.map_or(("pytorch".into(), String::new()), |c| column(c, w));
     let field = match field.as_str() {
         "Python" => "python",
-        "the build" => selector_key(w.source),
+        "the build" => u.rest.selector_key(),
         "the driver" => "target.driver",
         f if f.starts_with("GPU ") => "target.gpus",
         _ => "pytorch",
@@ -599,3 +622,6 @@ pub(super) fn widened_choice(
     let w = weigh(&wide, table, &Held::new(), false);
     w.chosen.map(|i| (w.candidates[i].clone(), w.source))
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,6 +7,7 @@
 //! recurse. This module performs no I/O.
 
 use super::build::{build_for, selectors};
+use super::choose::{rank_of, Rank};
 use super::codes::*;
 use super::types::{Ask, Ctx, Findings, Gpu};
 use super::{check, err};
@@ -193,21 +194,21 @@ impl Hinter<'_> {
             return None;
         }
         let mut candidates = self.candidates(exclude);
-        // Stable: within a tier, the order of discovery (see `candidates`) decides.
-        candidates.sort_by_key(|c| c.0);
-        candidates.into_iter().find_map(|(_, t, source, sel)| {
+        // Stable: equal ranks keep the order of discovery (see `candidates`).
+        candidates.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        candidates.into_iter().find_map(|(_, _, t, source, sel)| {
             let changed = with_build(self.spec, &t.version, source, &sel);
             self.proves(&changed).then(|| describe(self.spec, &changed))
         })
     }
 
-    /// Every build that passes the target checks, ranked (lower is better). The same torch
-    /// first, from the same kind of source, then from the other sources; then other torch
-    /// releases, newest first; newest CUDA first within a source.
+    /// Every build that passes the target checks, with its tier (how far it moves from the
+    /// spec, and whether it is clean: see [`tier`]) and its [`Rank`], the chooser's order of
+    /// preference, which orders the builds of one tier.
     fn candidates(
         &self,
         exclude: Option<(&Version, Source, &Version)>,
-    ) -> Vec<(u8, &TorchRow, Source, Version)> {
+    ) -> Vec<(u8, Rank, &TorchRow, Source, Version)> {
         let spec = self.spec;
         let same: Vec<&TorchRow> = self.table.torch_row(&spec.pytorch).into_iter().collect();
         let others: Vec<&TorchRow> = self
@@ -239,9 +240,9 @@ impl Hinter<'_> {
                         }) {
                             continue;
                         }
-                        if let Some(warnings) = self.works(t, source, &sel) {
-                            let tier = tier(same_torch, source == spec.source, warnings == 0);
-                            out.push((tier, *t, source, sel));
+                        if let Some((rank, clean)) = self.works(t, source, &sel) {
+                            let tier = tier(same_torch, source == spec.source, clean);
+                            out.push((tier, rank, *t, source, sel));
                         }
                     }
                 }
@@ -250,16 +251,18 @@ impl Hinter<'_> {
         out
     }
 
-    /// Some(number of warnings) when the build passes the target checks (driver, GPUs,
-    /// glibc) for the spec's Python; fewer is better. A cheap filter before the proof.
-    fn works(&self, t: &TorchRow, source: Source, sel: &Version) -> Option<usize> {
+    /// The build's [`Rank`] when it passes the target checks (Python, the build for the
+    /// platform, glibc, the driver, every GPU) with the spec's Python, judged as the chooser
+    /// judges a candidate, and whether it is clean: no warning at all (minor-version
+    /// compatibility, PTX JIT, an unconfirmed fact, an experimental build). A cheap filter
+    /// before the proof.
+    fn works(&self, t: &TorchRow, source: Source, sel: &Version) -> Option<(Rank, bool)> {
         let spec = self.spec;
-        if !t.python.iter().any(|p| spec.python.starts_with(p)) {
-            return None;
-        }
         if source == Source::PytorchChannel && spec.target.platform == Platform::Win64 {
             return None;
         }
+        let changed = with_build(spec, &t.version, source, sel);
+        let rank = rank_of(&changed, self.table, t, Some(sel), self.gpus)?;
         let b = build_for(self.table, t, source, spec.target.platform, sel).ok()?;
         let cx = Ctx {
             spec,
@@ -267,10 +270,23 @@ impl Hinter<'_> {
             gpus: self.gpus,
         };
         let (diags, _, _) = check::build(&cx, source, &b);
-        if diags.iter().any(Diagnostic::is_error) {
-            return None;
-        }
-        Some(diags.len() + b.notes.len())
+        Some((rank, diags.is_empty() && b.notes.is_empty()))
+    }
+}
+
+/// How far a hint moves, lower first: the same release from the same source, then the same
+/// release from another source, then other releases; a clean build (no warning) beats one with
+/// warnings, except that staying on the same release and source matters most. Within a
+/// tier, the chooser's [`Rank`] decides.
+fn tier(same_torch: bool, same_source: bool, clean: bool) -> u8 {
+    match (same_torch, same_source, clean) {
+        (true, true, true) => 0,
+        (true, false, true) => 1,
+        (true, true, false) => 2,
+        (false, true, true) => 3,
+        (true, false, false) => 4,
+        (false, false, true) => 5,
+        (false, _, false) => 6,
     }
 }
 
@@ -286,28 +302,14 @@ fn hint_with(d: &mut Diagnostic, alt: &Option<String>, fallback: &str) {
     });
 }
 
-/// Rank of a working candidate, lower is better: the same release from the same source, then
-/// the same release from another source, then newer-first other releases; a clean build (no
-/// warnings) beats one with warnings, except that staying on the same release and source
-/// matters most.
-fn tier(same_torch: bool, same_source: bool, clean: bool) -> u8 {
-    match (same_torch, same_source, clean) {
-        (true, true, true) => 0,
-        (true, false, true) => 1,
-        (true, true, false) => 2,
-        (false, true, true) => 3,
-        (true, false, false) => 4,
-        (false, false, true) => 5,
-        (false, _, false) => 6,
-    }
-}
-
 /// The spec with another torch build: the release, the source and its CUDA selector. Keys the
 /// new source does not use are dropped; a conda source gets the channels it needs.
 fn with_build(spec: &Spec, torch: &Version, source: Source, sel: &Version) -> Spec {
     let mut s = spec.clone();
     s.pytorch = torch.clone();
     s.source = source;
+    // `cuda-version` is conda-forge's spelling; another source takes its own key.
+    s.cuda_version_key = spec.cuda_version_key && source == Source::CondaForge;
     s.cuda = None;
     s.pytorch_cuda = None;
     match source {
@@ -370,10 +372,17 @@ fn describe(orig: &Spec, new: &Spec) -> String {
         Source::CondaForge if moved => {
             format!("source = \"conda-forge\", {channels}, cuda = \"{sel}\"")
         }
-        Source::CondaForge => format!("{channels}, cuda = \"{sel}\""),
+        Source::CondaForge => format!("{channels}, {} = \"{sel}\"", new.selector_key()),
     };
     let dropped: Vec<&str> = [
-        ("cuda", orig.cuda.is_some() && new.cuda.is_none()),
+        (
+            "cuda",
+            orig.cuda.is_some() && new.cuda.is_none() && !orig.cuda_version_key,
+        ),
+        (
+            "cuda-version",
+            orig.cuda_version_key && !new.cuda_version_key,
+        ),
         (
             "pytorch-cuda",
             orig.pytorch_cuda.is_some() && new.pytorch_cuda.is_none(),

@@ -131,12 +131,15 @@ fn cubins_serve_newer_minors_so_ada_runs_on_sm86() {
 
 #[test]
 fn hopper_cubins_do_not_serve_blackwell() {
-    let r = resolve_toml(&spec(IDX, "driver = \"575.57.08\"\ngpus = [\"B200\"]"));
+    let text = spec(IDX, "driver = \"575.57.08\"\ngpus = [\"B200\"]");
+    let r = resolve_toml(&text);
     let d = find(&r, codes::ARCH_NOT_IN_WHEEL);
     assert!(d.message.contains("B200 (sm_100)"), "{}", d.message);
-    // The hint names a build that carries sm_100 and that this driver runs.
+    // The hint names a build that carries sm_100 and that this driver runs: conda-forge's 2.5.1
+    // reaches sm_100 only through its compute_90 PTX, so a clean build of another release wins.
     let hint = d.hint.as_deref().unwrap();
     assert!(hint.contains("2.11.0") || hint.contains("2.7.0"), "{hint}");
+    assert_hint_locks(&text, hint);
 }
 
 #[test]

@@ -353,6 +353,26 @@ pub struct Spec {
     /// canonical JSON (it follows from `asked`, the table and the lock kept).
     #[serde(skip)]
     pub choices: std::collections::BTreeMap<String, Choice>,
+    /// Whether the spec wrote conda-forge's CUDA selector as `cuda-version` (the same key as
+    /// `cuda`, so not part of the canonical JSON): messages and hints name it as written.
+    #[serde(skip)]
+    pub cuda_version_key: bool,
+}
+
+impl Spec {
+    /// The key that selects this spec's CUDA, as the spec spells it.
+    pub fn selector_key(&self) -> &'static str {
+        spelled_selector_key(self.source, self.cuda_version_key)
+    }
+}
+
+/// The key that selects CUDA for a source, as a spec spells it: `cuda-version` is conda-forge's
+/// name for `cuda`.
+pub fn spelled_selector_key(source: Source, cuda_version_key: bool) -> &'static str {
+    match source {
+        Source::CondaForge if cuda_version_key => "cuda-version",
+        s => selector_key(s),
+    }
 }
 
 /// The `[lock]` section: whether the lock pins the whole closure, and from which index.

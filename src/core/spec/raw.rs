@@ -13,6 +13,8 @@ pub struct RawSpec {
     pub source: Option<String>,
     pub pytorch_cuda: Option<String>,
     pub cuda: Option<String>,
+    /// conda-forge's name for its CUDA selector: `cuda` by another spelling.
+    pub cuda_version: Option<String>,
     pub channels: Option<Vec<String>>,
     pub torchvision: Option<RawCompanion>,
     pub torchaudio: Option<RawCompanion>,
@@ -94,6 +96,7 @@ pub const TOP_KEYS: &[&str] = &[
     "source",
     "pytorch-cuda",
     "cuda",
+    "cuda-version",
     "channels",
     "torchvision",
     "torchaudio",

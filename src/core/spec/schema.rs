@@ -90,6 +90,7 @@ const KEYS: &[(&str, Kind)] = &[
     ("source", Kind::OneOf(sources)),
     ("pytorch-cuda", Kind::Text),
     ("cuda", Kind::Text),
+    ("cuda-version", Kind::Text),
     ("channels", Kind::List),
     ("torchvision", Kind::FlagOrText),
     ("torchaudio", Kind::FlagOrText),

@@ -108,30 +108,16 @@ fn infer_source(raw: &RawSpec, channels: Option<&[String]>) -> Source {
     }
 }
 
-/// `pytorch-cuda` belongs to the pytorch channel, `cuda` to the other sources but PyPI.
+/// `pytorch-cuda` belongs to the pytorch channel, `cuda` to the other sources but PyPI. A
+/// source with several CUDA builds and no selector takes any: the resolver chooses the build for
+/// the target's driver (`core::resolve::choose`).
 fn check_source_keys(cx: &mut Ctx, raw: &RawSpec, src: Source) {
     match src {
-        Source::PytorchChannel if raw.pytorch_cuda.is_none() => cx.err(
-            INVALID_SPEC,
-            "source",
-            "source `pytorch-channel` needs `pytorch-cuda` (the channel's CUDA selector)".into(),
-            Some("add e.g. pytorch-cuda = \"12.4\"".into()),
-        ),
         Source::PytorchChannel if raw.cuda.is_some() => cx.err(
             INVALID_SPEC,
             "cuda",
             "`cuda` does not apply to source `pytorch-channel`".into(),
             Some("the pytorch channel selects CUDA with `pytorch-cuda`; remove `cuda`".into()),
-        ),
-        Source::CondaForge | Source::PytorchIndex if raw.cuda.is_none() => cx.err(
-            INVALID_SPEC,
-            "source",
-            format!("source `{src}` needs `cuda`"),
-            Some(if src == Source::CondaForge {
-                "add e.g. cuda = \"12.9\" (conda-forge's cuda-version)".into()
-            } else {
-                "add e.g. cuda = \"12.4\" (the cu124 wheel index)".into()
-            }),
         ),
         Source::Pypi if raw.cuda.is_some() => cx.err(
             INVALID_SPEC,

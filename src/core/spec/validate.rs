@@ -22,6 +22,12 @@ pub(super) fn validate(
     table: &Table,
 ) -> Result<Parsed, SpecErrors> {
     let cx = &mut Ctx::new(loc);
+    let (raw, cuda_version_key) = cuda_spelling(cx, raw);
+    let cuda_key = if cuda_version_key {
+        "cuda-version"
+    } else {
+        "cuda"
+    };
     let name = name(cx, raw.name.as_deref());
     // Python first: its problems come first.
     let python = pins::python(cx, &raw);
@@ -32,7 +38,7 @@ pub(super) fn validate(
         raw.pytorch_cuda.as_deref(),
         "pytorch-cuda value",
     );
-    let cuda = pins::cuda_version(cx, "cuda", raw.cuda.as_deref(), "CUDA version");
+    let cuda = pins::cuda_version(cx, cuda_key, raw.cuda.as_deref(), "CUDA version");
     let channels = sources::channels(cx, &raw);
     let source = sources::source(cx, &raw, channels.as_deref());
     let (conda, pip) = packages::packages(cx, &raw, wants_closure(&raw));
@@ -57,7 +63,12 @@ pub(super) fn validate(
             (None | Some(Source::Pypi), _) => None,
             // None given: the build for the target's driver.
             (_, None) => Some(Req::any(syntax)),
-            (Some(s), Some(p)) => ranged(cx, selector_key(s), p, syntax),
+            (Some(s), Some(p)) => ranged(
+                cx,
+                super::spelled_selector_key(s, cuda_version_key),
+                p,
+                syntax,
+            ),
         },
         torchvision: companion(cx, "torchvision", raw.torchvision.as_ref(), syntax),
         torchaudio: companion(cx, "torchaudio", raw.torchaudio.as_ref(), syntax),
@@ -80,6 +91,7 @@ pub(super) fn validate(
         run,
         lock,
         asked,
+        cuda_version_key,
     };
     let diags = cx.take();
     if !rest.asked.is_empty() {
@@ -107,6 +119,46 @@ pub(super) fn validate(
         rest,
     });
     finish(diags, spec).map(|s| Parsed::Exact(Box::new(s), draft))
+}
+
+/// `cuda-version`, conda-forge's name for its CUDA selector, read as `cuda` with the source
+/// conda-forge (inferred when absent); whether the spec spelled it so. Given beside `cuda`, or
+/// for another source, it is `INVALID_SPEC`.
+fn cuda_spelling(cx: &mut Ctx, mut raw: RawSpec) -> (RawSpec, bool) {
+    let Some(v) = raw.cuda_version.take() else {
+        return (raw, false);
+    };
+    if raw.cuda.is_some() {
+        cx.err(
+            INVALID_SPEC,
+            "cuda-version",
+            "`cuda` and `cuda-version` are the same key: give one".into(),
+            Some("keep `cuda-version` for conda-forge, or `cuda` for any source".into()),
+        );
+        return (raw, false);
+    }
+    match raw.source.as_deref().map(Source::parse) {
+        None => raw.source = Some(Source::CondaForge.to_string()),
+        Some(Some(Source::CondaForge)) | Some(None) => {}
+        Some(Some(s)) => {
+            let other = match s {
+                Source::PytorchChannel => "`pytorch-cuda`",
+                Source::Pypi => "no CUDA selector (the PyPI wheel's CUDA is fixed per release)",
+                _ => "`cuda`",
+            };
+            cx.err(
+                INVALID_SPEC,
+                "cuda-version",
+                format!(
+                    "`cuda-version` is conda-forge's CUDA selector; source `{s}` takes {other}"
+                ),
+                Some("use source = \"conda-forge\", or the source's own key".into()),
+            );
+            return (raw, false);
+        }
+    }
+    raw.cuda = Some(v);
+    (raw, true)
 }
 
 /// The key that selects CUDA for a source.
@@ -176,6 +228,8 @@ pub struct Draft {
     run: Run,
     lock: LockOpts,
     asked: Asked,
+    /// conda-forge's selector written as `cuda-version` (see [`Spec::cuda_version_key`]).
+    cuda_version_key: bool,
 }
 
 impl Draft {
@@ -207,6 +261,7 @@ impl Draft {
             lock: self.lock.clone(),
             asked: self.asked.clone(),
             choices: Default::default(),
+            cuda_version_key: self.cuda_version_key,
         })
     }
 
@@ -230,6 +285,14 @@ impl Draft {
     /// The ranges the spec asked for.
     pub fn asked(&self) -> &Asked {
         &self.asked
+    }
+
+    /// The key that selects CUDA for the source, as the spec spells it (`cuda` when the source
+    /// is invalid).
+    pub fn selector_key(&self) -> &'static str {
+        self.source.map_or("cuda", |s| {
+            super::spelled_selector_key(s, self.cuda_version_key)
+        })
     }
 
     /// The source, when valid.

@@ -5,7 +5,7 @@
 
 use super::{companions, source_name, widened_choice, Candidate, Cell, Weighed};
 use crate::core::compat::Table;
-use crate::core::spec::{selector_key, Choice, Pin, Req, Source, Unpinned};
+use crate::core::spec::{Choice, Pin, Req, Source, Unpinned};
 use std::collections::BTreeMap;
 
 /// The `[choices]` of the chosen candidate `c`, one per key the spec gave as a range.
@@ -29,7 +29,7 @@ pub(super) fn choices(
     };
     let kept =
         "kept from the lock: it still satisfies the spec (`envbuild lock --upgrade` chooses again)";
-    let sel_key = selector_key(w.source);
+    let sel_key = u.rest.selector_key();
     let sel_text = c
         .selector
         .as_ref()
@@ -103,7 +103,7 @@ pub(super) fn asked_text(u: &Unpinned, source: Source) -> String {
         _ => "(invalid)".into(),
     };
     let mut parts = vec![format!("pytorch {}", pin(&u.pytorch, &asked.pytorch))];
-    let key = selector_key(source);
+    let key = u.rest.selector_key();
     match (&asked.selector, u.rest.selector()) {
         (Some(r), _) => parts.push(format!("{key} {}", r.shown())),
         (None, Some(v)) => parts.push(format!("{key} {v}")),
@@ -134,17 +134,17 @@ pub(super) fn widen_hint(u: &Unpinned, table: &Table) -> Option<String> {
         &["pytorch", "selector", "python", "torchvision", "torchaudio"],
     ];
     tries.iter().find_map(|keys| {
-        let (c, source) = widened_choice(u, table, keys)?;
+        let (c, _) = widened_choice(u, table, keys)?;
         let mut set = vec![format!("pytorch = \"{}\"", c.pytorch)];
         if let Some(s) = &c.selector {
-            set.push(format!("{} = \"{s}\"", selector_key(source)));
+            set.push(format!("{} = \"{s}\"", u.rest.selector_key()));
         }
         set.push(format!("python = \"{}\"", c.python));
         let names: Vec<&str> = keys
             .iter()
             .map(|k| {
                 if *k == "selector" {
-                    selector_key(source)
+                    u.rest.selector_key()
                 } else {
                     k
                 }
