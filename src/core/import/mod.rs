@@ -25,6 +25,7 @@ mod spec_text;
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Location};
 use crate::core::lock::EnvMetadata;
+use crate::core::resolve::choose::codes::NO_MATCHING_BUILD;
 use env_file::Dep;
 use scan::Scan;
 
@@ -160,6 +161,13 @@ fn finish(
             notes: scan.notes,
         }),
         Err(e) => {
+            // Nothing the target allows satisfies the file: said at its torch line.
+            let torch_line = scan
+                .found
+                .pytorch
+                .as_ref()
+                .or(scan.found.torch_pip.as_ref())
+                .and_then(|p| p.1);
             let mut diags: Vec<Diagnostic> = e
                 .diagnostics
                 .into_iter()
@@ -167,7 +175,8 @@ fn finish(
                     let line = d
                         .location
                         .as_ref()
-                        .and_then(|l| origins.get(l.line.wrapping_sub(1)).copied().flatten());
+                        .and_then(|l| origins.get(l.line.wrapping_sub(1)).copied().flatten())
+                        .or(torch_line.filter(|_| d.code == NO_MATCHING_BUILD));
                     d.location = location(scan.file, line);
                     d
                 })
