@@ -68,12 +68,10 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     let mut spec = loaded.spec;
     if req.no_closure {
         spec.lock = spec.lock.without_closure();
-        // Only a closure pins a range: without one, the lock would hold what render refuses.
-        let ranges = unpinned_ranges(&spec);
-        if !ranges.is_empty() {
-            diagnostics.extend(ranges);
-            return Ok(LockOutcome::Refused { diagnostics });
-        }
+    }
+    if !spec.lock.closure {
+        // Only a closure pins a range: a table-level lock carries it as written, and says so.
+        diagnostics.extend(ranges_not_locked(&spec));
     }
     if !req.upgrade_packages.is_empty() && !spec.lock.closure {
         return Err(Failure::usage(
@@ -122,6 +120,7 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
             }
         }
     }
+    unpinned_out(&mut lock, &spec);
     // What a resolver gave (or the lock on disk kept) is checked as `render` checks a lock:
     // a lock that `lock` writes verifies itself and renders.
     let problems = written_lock_problems(&lock);
@@ -189,8 +188,43 @@ pub fn written_lock_problems(lock: &Lock) -> Vec<Diagnostic> {
     out
 }
 
-/// `--no-closure` on a spec with ranges (`einops>=0.8`): one `UNPINNED_VERSION` per range.
-fn unpinned_ranges(spec: &crate::core::spec::Spec) -> Vec<Diagnostic> {
+/// A range the lock does not pin (a table-level lock, or one the closure left out) is not a
+/// version: `packages` records versions only (the install list carries the range as written),
+/// and the dev image's JupyterLab, which a `jupyterlab` range would name, falls back to the
+/// one for the Python.
+fn unpinned_out(lock: &mut Lock, spec: &crate::core::spec::Spec) {
+    let ranges = spec
+        .pip
+        .iter()
+        .filter(|p| p.is_range())
+        .map(|p| (&p.name, &p.version))
+        .chain(
+            spec.conda
+                .iter()
+                .filter(|c| c.is_range())
+                .map(|c| (&c.name, &c.version)),
+        );
+    for (name, range) in ranges {
+        if lock.packages.get(name) == Some(range) {
+            lock.packages.remove(name);
+        }
+    }
+    if !crate::core::rules::version(&lock.image.jupyterlab) {
+        let python = lock
+            .packages
+            .get("python")
+            .and_then(|p| crate::core::version::Version::parse(p));
+        lock.image.jupyterlab = match (lock.packages.get("jupyterlab"), python) {
+            (Some(v), _) => v.clone(),
+            (None, Some(py)) => crate::core::resolve::default_jupyterlab(&py).to_string(),
+            (None, None) => lock.image.jupyterlab.clone(),
+        };
+    }
+}
+
+/// A table-level lock of a spec with ranges (`einops>=0.8`, `jupyterlab`): one
+/// `RANGE_NOT_LOCKED` warning per range, which the lock carries as written.
+fn ranges_not_locked(spec: &crate::core::spec::Spec) -> Vec<Diagnostic> {
     let pip = spec
         .pip
         .iter()
@@ -203,11 +237,16 @@ fn unpinned_ranges(spec: &crate::core::spec::Spec) -> Vec<Diagnostic> {
         .map(|c| c.match_spec());
     pip.chain(conda)
         .map(|r| {
-            Diagnostic::error(
-                crate::core::spec::codes::UNPINNED_VERSION,
-                format!("`{r}` is a range, and only a closure pins a range: --no-closure has none"),
+            let what = if r.contains(['<', '>', '=', '!', '~']) {
+                "is a range"
+            } else {
+                "names no version"
+            };
+            Diagnostic::warning(
+                super::codes::RANGE_NOT_LOCKED,
+                format!("`{r}` {what}: the table-level lock (no closure) carries it as written, and the build installs whatever version satisfies it then"),
             )
-            .with_hint("lock with the closure (drop --no-closure), or pin an exact version")
+            .with_hint("lock with the closure (drop --no-closure, or `closure = false`) to pin it, or pin an exact version")
         })
         .collect()
 }

@@ -183,6 +183,7 @@ registry! {
         LOCK_STALE: Error, "`--locked`: the lock on disk differs from what the spec resolves to.";
         LOCK_MISSING: Error, "`--locked`: there is no lock on disk.";
         CANCELLED: Error, "`image SPEC... --fail-fast`: a spec not run (or stopped) because another one failed.";
+        RANGE_NOT_LOCKED: Warning, "A table-level lock (no closure) carries an extra package's range as written: nothing pins it.";
     }
 }
 

@@ -41,9 +41,10 @@ fn an_exported_environment_becomes_a_spec_that_locks() {
 }
 
 #[test]
-fn floating_versions_are_refused_and_nothing_is_written() {
+fn a_refused_file_writes_nothing_and_says_why_at_its_line() {
     let tmp = tempdir();
     let env = tmp.path().join("environment.yml");
+    // pytorch from the default channels with no CUDA selector: no source envbuild knows.
     fs::write(
         &env,
         "name: x\ndependencies:\n  - python=3.11\n  - pytorch\n  - pip:\n    - torch\n",
@@ -58,7 +59,11 @@ fn floating_versions_are_refused_and_nothing_is_written() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr_of(&out).contains("UNPINNED_VERSION"));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("error[INVALID_SPEC]") && err.contains("environment.yml:4:1"),
+        "{err}"
+    );
     assert!(!spec.exists());
 }
 
@@ -110,6 +115,21 @@ fn import_fixture(name: &str, args: &[&str]) -> (Option<i32>, String, String) {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     (out.status.code(), stdout, stderr_of(&out))
+}
+
+/// The lock of the spec `envbuild import` printed (at table level), as text.
+fn lock_out(spec: &str) -> String {
+    let tmp = tempdir();
+    let path = tmp.path().join("envbuild.toml");
+    fs::write(&path, spec).unwrap();
+    let out = envbuild()
+        .arg("lock")
+        .arg(&path)
+        .arg("--no-closure")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    fs::read_to_string(tmp.path().join("envbuild.lock")).unwrap()
 }
 
 /// The spec `envbuild import` printed locks (at table level: a closure would need the real
@@ -220,11 +240,15 @@ fn pip_s_local_version_in_a_conda_line_is_named_as_such() {
 
 #[test]
 fn a_requirements_file_with_pytorch_s_index_imports_with_the_python_given() {
-    let (code, _, err) = import_fixture("requirements.txt", &[]);
-    assert_eq!(code, Some(1));
-    assert!(err.contains("--python"), "{err}");
+    // Without `--python` the file cannot say which Python: any, for the lock to choose, said.
+    let (code, spec, err) = import_fixture("requirements.txt", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("python = \"*\""), "{spec}");
+    assert!(err.contains("`--python X.Y` names one"), "{err}");
+    locks(&spec);
     let (code, spec, err) = import_fixture("requirements.txt", &["--python", "3.11"]);
     assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("python = \"3.11\""), "{spec}");
     assert!(spec.contains("source = \"pytorch-index\"") && spec.contains("cuda = \"12.1\""));
     // torchvision 0.15.2 belongs to torch 2.0: the replacement is said, not silent.
     assert!(
@@ -316,17 +340,22 @@ fn options_after_a_requirement_are_split_off_as_pip_reads_them() {
 }
 
 #[test]
-fn an_unpinned_cuda_selector_is_named_unpinned_with_the_cuda_versions_of_that_torch() {
-    let (code, _, err) = import_fixture("unpinned-selector.yml", &[]);
-    assert_eq!(code, Some(1));
+fn a_cuda_selector_without_a_version_is_any_cuda_for_the_lock_to_choose() {
+    let (code, spec, err) = import_fixture("unpinned-selector.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    // `cudatoolkit` bare: the pytorch channel's selector, any version, said at its line.
     assert!(
-        err.contains("UNPINNED_VERSION") && err.contains("`cudatoolkit`"),
+        spec.contains("source = \"pytorch-channel\"") && spec.contains("pytorch-cuda = \"*\""),
+        "{spec}"
+    );
+    assert!(
+        err.contains("unpinned-selector.yml:7:1") && err.contains("`pytorch-cuda = \"*\"`"),
         "{err}"
     );
-    assert!(err.contains("unpinned-selector.yml:7:1"), "{err}");
-    // torch 1.13 was built on the pytorch channel for CUDA 11.6 and 11.7.
-    assert!(err.contains("11.6, 11.7"), "{err}");
-    assert!(!err.contains("no CUDA selector"), "{err}");
+    let out = lock_out(&spec);
+    // torch 1.13.1 was built on the pytorch channel for CUDA 11.6 and 11.7: the newest.
+    assert!(out.contains("torch = \"1.13.1\""), "{out}");
+    assert!(out.contains("pytorch::pytorch-cuda=11.7"), "{out}");
 }
 
 #[test]
@@ -536,4 +565,182 @@ fn import_output_snapshots() {
         );
         insta::assert_snapshot!(format!("import-{name}"), text);
     }
+}
+
+#[test]
+fn the_founding_example_imports_and_locks_to_the_channel_s_last_release() {
+    let (code, spec, err) =
+        import_fixture("founding.yml", &["--driver", "535.104.05", "--gpu", "A100"]);
+    assert_eq!(code, Some(0), "{err}");
+    // The file's own constraints, nothing guessed: pytorch floats, jupyterlab floats.
+    for want in [
+        "python = \"3.10\"",
+        "pytorch = \"*\"",
+        "pytorch-cuda = \"11.8\"",
+        "\"jupyterlab\",",
+    ] {
+        assert!(spec.contains(want), "{want}: {spec}");
+    }
+    assert!(
+        !spec.contains("torchvision =") && !spec.contains("torchaudio ="),
+        "{spec}"
+    );
+    let lock = lock_out(&spec);
+    for want in [
+        "torch = \"2.5.1\"",
+        "python = \"3.10\"",
+        "pytorch::pytorch-cuda=11.8",
+        "\"jupyterlab\"",
+        "chosen = \"2.5.1\"",
+    ] {
+        assert!(lock.contains(want), "{want}: {lock}");
+    }
+    // The same lock as the hand-written founding spec's (tests/fixtures/choose/founding).
+    let fixture = lock_out(
+        &fs::read_to_string(root().join("tests/fixtures/choose/founding/envbuild.toml")).unwrap(),
+    );
+    let pins = |l: &str| -> Vec<String> {
+        l.lines()
+            .filter(|x| {
+                x.starts_with("torch = ") || x.starts_with("cuda = ") || x.starts_with("python = ")
+            })
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(pins(&lock), pins(&fixture));
+}
+
+#[test]
+fn ranges_stay_ranges_on_the_core_keys_and_the_extras() {
+    let (code, spec, err) = import_fixture("ranges.yml", &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        !err.contains("IMPORT_"),
+        "nothing changed or dropped: {err}"
+    );
+    for want in [
+        "python = \">= 3.8\"",
+        "pytorch = \">= 1.13\"",
+        "pytorch-cuda = \">=11.7,<12\"",
+        "\"numpy=1.24.*\",",
+        "\"scipy\",",
+        "\"timm\",",
+        "\"accelerate>=0.20\",",
+        "\"tqdm>=4,<5\",",
+        "\"black[jupyter]~=24.1\",",
+    ] {
+        assert!(spec.contains(want), "{want}: {spec}");
+    }
+    // The table-level lock chooses the core keys and carries the extras' ranges, warning.
+    let tmp = tempdir();
+    let path = tmp.path().join("envbuild.toml");
+    fs::write(&path, &spec).unwrap();
+    let out = envbuild()
+        .args(["lock", "--no-closure"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("warning[RANGE_NOT_LOCKED]").count(), 6, "{err}");
+    let lock = fs::read_to_string(tmp.path().join("envbuild.lock")).unwrap();
+    assert!(
+        lock.contains("\"tqdm>=4,<5\"") && lock.contains("pytorch::pytorch-cuda=11.8"),
+        "{lock}"
+    );
+}
+
+#[test]
+fn the_project_other_files_and_local_paths_are_dropped_at_their_lines() {
+    let (code, spec, err) = import_fixture("dropped-lines.txt", &["--python", "3.11"]);
+    assert_eq!(code, Some(0), "{err}");
+    for (what, line) in [
+        (
+            "`-r requirements-base.txt` is not carried over: it includes another requirements file",
+            2,
+        ),
+        (
+            "`-c constraints.txt` is not carried over: it names a constraints file",
+            3,
+        ),
+        ("`-e .` is not carried over: an editable install", 4),
+        (
+            "`./third_party/simple-knn` is not carried over: a local path",
+            5,
+        ),
+        (
+            "`submodules/diff-gaussian-rasterization` is not carried over: a local path",
+            6,
+        ),
+        (
+            "`dist/mypkg-0.1.0-py3-none-any.whl` is not carried over: a local path",
+            7,
+        ),
+    ] {
+        let i = err.find(what).unwrap_or_else(|| panic!("{what}: {err}"));
+        assert!(
+            err[i..]
+                .lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(&format!("dropped-lines.txt:{line}:1")),
+            "{what}: {err}"
+        );
+    }
+    assert!(
+        spec.contains("\"einops\",") && spec.contains("\"numpy<2\","),
+        "{spec}"
+    );
+    locks(&spec);
+}
+
+#[test]
+fn torch_s_own_cuda_wheels_are_torch_s_whatever_their_spelling() {
+    let (code, spec, err) = import_fixture("torch-cuda-deps.txt", &["--python", "3.12"]);
+    assert_eq!(code, Some(0), "{err}");
+    let kept: Vec<&str> = spec
+        .lines()
+        .filter(|l| l.starts_with("    \""))
+        .map(|l| l.trim().trim_end_matches(',').trim_matches('"'))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            "nvidia-cuda-nvcc==13.0.88",
+            "nvidia-ml-py==13.580.82",
+            "cuda-python==13.0.3",
+            "einops==0.8.1"
+        ],
+        "{spec}"
+    );
+    // Each of torch's is a note at its line: 20 of them, lines 4 to 23.
+    assert_eq!(
+        err.matches("installed with torch for the locked CUDA")
+            .count(),
+        20,
+        "{err}"
+    );
+    for line in 4..=23 {
+        assert!(
+            err.contains(&format!("torch-cuda-deps.txt:{line}:1")),
+            "{line}: {err}"
+        );
+    }
+    locks(&spec);
+}
+
+#[test]
+fn pytorch_with_no_cuda_selector_is_any_cuda_on_its_channel() {
+    let (code, spec, err) = import_fixture("no-selector.yml", &["--driver", "535.104.05"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        spec.contains("source = \"conda-forge\"") && spec.contains("cuda = \"*\""),
+        "{spec}"
+    );
+    assert!(
+        err.contains("no-selector.yml:8:1") && err.contains("no CUDA selector"),
+        "{err}"
+    );
+    let lock = lock_out(&spec);
+    assert!(lock.contains("torch = \"2.5.1\""), "{lock}");
 }

@@ -159,6 +159,12 @@ fn every_spec_string_that_locks_renders() {
                 let mut changed = doc.clone();
                 set_all(&mut changed, "", &strip_indices(path), bad);
                 let changed = toml::to_string(&changed).unwrap();
+                // A value that makes an extra a range (`"*"`, a bare name) is a range spec,
+                // which only `lock` takes to a lock (the closure pins it, or the table-level
+                // lock leaves it out of `packages`), as for the starting points above.
+                if has_ranges(&changed) {
+                    continue;
+                }
                 tried += 1;
                 if let Some(why) = locks_but_does_not_render(&changed, &table) {
                     panic!("{name}: `{path}` = {bad:?} locks but render refuses it: {why}");

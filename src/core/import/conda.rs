@@ -8,8 +8,8 @@ use super::scan::Scan;
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
 use crate::core::resolve::codes::NO_SUCH_PACKAGE_VERSION;
-use crate::core::spec::codes::{INVALID_SPEC, UNPINNED_VERSION};
-use crate::core::spec::{parse_conda_pkg, CondaPkg, PkgParse, Source};
+use crate::core::spec::codes::INVALID_SPEC;
+use crate::core::spec::{parse_conda_pkg, CondaPkg, PkgParse, Req, Source, Syntax, ANY_VERSION};
 use crate::core::version::Version;
 
 /// One `- name=version[=build]` line.
@@ -20,7 +20,7 @@ pub(super) fn dep(scan: &mut Scan, s: &str) {
         return;
     }
     let name = package_name(s);
-    if scan.machine_only(s, &name) {
+    if scan.machine_only(s, &name, super::platform::Installer::Conda) {
         return;
     }
     if name == "pytorch" && s.contains('+') {
@@ -28,32 +28,75 @@ pub(super) fn dep(scan: &mut Scan, s: &str) {
     }
     match parse_conda_pkg(s) {
         PkgParse::Ok(p) => pinned(scan, s, p),
-        PkgParse::Unpinned { name, .. } => {
-            if name == "pytorch-gpu" {
-                scan.found.pytorch_gpu.get_or_insert(None);
-                return;
-            }
-            if name == "cpuonly" {
-                return;
-            }
-            // Its hint names the CUDA versions of the torch pinned, known at the end.
-            if matches!(
-                name.as_str(),
-                "cudatoolkit" | "pytorch-cuda" | "cuda-version"
-            ) {
-                let line = scan.line;
-                let f = &mut scan.found;
-                f.unpinned_selector
-                    .get_or_insert((s.to_string(), name, line));
-                return;
-            }
-            if let Some(c) = scan.found.companion(&name) {
-                c.listed = true;
-                return;
-            }
-            scan.unpinned(s, &name, "=");
-        }
+        PkgParse::Unpinned { name, .. } => ranged(scan, s, &name),
         PkgParse::Invalid(m) => scan.invalid(m),
+    }
+}
+
+/// A line with a range or no version at all: kept as written (a bare name is any version,
+/// `*`), for the resolver (core keys) or the closure (extras) to choose within.
+fn ranged(scan: &mut Scan, s: &str, name: &str) {
+    let req = requirement(s);
+    let line = scan.line;
+    let f = &mut scan.found;
+    match name {
+        "pytorch-gpu" => {
+            f.pytorch_gpu.get_or_insert(None);
+        }
+        "cpuonly" => f.cpuonly = line,
+        "python" => {
+            f.python = Some(req);
+            f.python_line = line;
+        }
+        "pytorch" => {
+            f.pytorch = Some((req, line));
+            f.pytorch_channel = s.split_once("::").map(|(c, _)| c.trim().to_string());
+        }
+        "pytorch-cuda" => f.pytorch_channel_selector = Some(req),
+        "cudatoolkit" => {
+            f.pytorch_channel_selector = Some(req.clone());
+            scan.note(IMPORT_CHANGED, format!("`{s}` is the pytorch channel's CUDA selector before torch 1.13; the spec writes it as `pytorch-cuda = \"{req}\"` and the lock installs the selector that torch release uses"));
+        }
+        "cuda-version" => f.conda_cuda = Some(req),
+        _ => {
+            if let Some(c) = f.companion(name) {
+                c.listed = true;
+                if req != ANY_VERSION {
+                    c.range = Some((req, line));
+                }
+                return;
+            }
+            let entry: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+            let entry = entry
+                .strip_suffix("=*")
+                .or_else(|| entry.strip_suffix('*').filter(|e| !e.ends_with('.')))
+                .unwrap_or(&entry)
+                .to_string();
+            f.conda.push(Extra {
+                name: name.to_string(),
+                entry,
+                line,
+            });
+        }
+    }
+}
+
+/// The version requirement of a conda line as written, without its name: `>=3.9`, `1.12.*`
+/// (conda's `=1.12.*`), or `*` for a bare name.
+fn requirement(s: &str) -> String {
+    let rest = s.split_once("::").map_or(s, |(_, r)| r).trim();
+    let end = rest
+        .find(['=', '<', '>', '!', '~', ' ', '*'])
+        .unwrap_or(rest.len());
+    let req = rest[end..].trim();
+    let req = match req.strip_prefix('=') {
+        Some(r) if !r.starts_with('=') => r.trim(),
+        _ => req,
+    };
+    if req.is_empty() {
+        ANY_VERSION.to_string()
+    } else {
+        req.to_string()
     }
 }
 
@@ -96,6 +139,7 @@ fn pinned(scan: &mut Scan, s: &str, p: CondaPkg) {
         }
         "pytorch" => {
             f.pytorch = Some((p.version.clone(), line));
+            f.pytorch_channel = p.channel.clone();
             // conda-forge build strings name the CUDA (cuda129_mkl_...), and so do the
             // pytorch channel's (py3.7_cuda9.0.176_cudnn7.1.2_2).
             let build = build_string(s);
@@ -117,7 +161,7 @@ fn pinned(scan: &mut Scan, s: &str, p: CondaPkg) {
                 c.pin = Some((p.version.clone(), line));
             }
         }
-        "cpuonly" => {}
+        "cpuonly" => f.cpuonly = line,
         n if scan.auto_added.iter().any(|a| a == n) => {}
         _ => f.conda.push(Extra {
             name: p.name.clone(),
@@ -178,63 +222,40 @@ fn channel_build_cuda(build: &str) -> Option<String> {
         .map(|v| v.major_minor())
 }
 
-/// A CUDA selector listed without a version: the error names the CUDA versions the pinned
-/// pytorch is built for.
-fn unpinned_selector(scan: &mut Scan, item: &str, name: &str, line: Option<usize>) {
-    let row = scan
-        .found
-        .pytorch
-        .as_ref()
-        .and_then(|(v, _)| Version::parse(v))
-        .and_then(|v| scan.table.torch_row(&v));
-    let (cudas, channel) = match (row, name) {
-        (Some(r), "cuda-version") => (&r.conda_forge, "conda-forge"),
-        (Some(r), _) => (&r.pytorch_channel, "the pytorch channel"),
-        (None, _) => (&Vec::new(), ""),
-    };
-    let hint = match (row, cudas.last()) {
-        (Some(r), Some(newest)) => {
-            let list: Vec<String> = cudas.iter().map(|c| c.major_minor()).collect();
-            format!(
-                "pin it, e.g. `{name}={}`: pytorch {} is built for CUDA {} on {channel}",
-                newest.major_minor(),
-                r.version,
-                list.join(", ")
-            )
-        }
-        _ => format!("pin it, e.g. `{name}=<X.Y>`; `envbuild table` lists the CUDA versions of each PyTorch release"),
-    };
-    let d = Diagnostic::error(
-        UNPINNED_VERSION,
-        format!(
-            "`{item}` in {} is the CUDA selector of pytorch, but not pinned",
-            scan.shown_file()
-        ),
-    )
-    .with_hint(hint);
-    scan.error_at(line, d);
-}
-
-/// A torch older than the table's oldest release cannot be locked: refused here, at its line,
-/// rather than one step later by `envbuild lock`.
-fn older_than_table(scan: &mut Scan) -> bool {
+/// A torch that no release the table knows satisfies (older than its oldest, or a range
+/// none of its releases falls in) cannot be locked: refused here, at its line, rather than one
+/// step later by `envbuild lock`.
+fn unknown_torch(scan: &mut Scan) -> bool {
     let f = &scan.found;
-    let Some((v, line)) = f.pytorch.clone().or_else(|| f.torch_pip.clone()) else {
+    let (req, syntax) = match (&f.pytorch, &f.torch_pip) {
+        (Some(p), _) => (p.clone(), Syntax::Conda),
+        (None, Some(p)) => (p.clone(), Syntax::Pep440),
+        (None, None) => return false,
+    };
+    let (v, line) = req;
+    let Some(oldest) = scan.table.torch.first() else {
         return false;
     };
-    let (Some(version), Some(oldest)) = (Version::parse(&v), scan.table.torch.first()) else {
-        return false;
+    let known = match Version::parse(&v) {
+        Some(version) => version >= oldest.version,
+        None => match Req::parse(&v, syntax) {
+            Ok(r) => scan.table.torch.iter().any(|t| r.matches(&t.version)),
+            // Not a requirement at all: the spec's own check says why, at this line.
+            Err(_) => return false,
+        },
     };
-    if version >= oldest.version {
+    if known {
         return false;
     }
     let newest = scan.table.newest_torch().map(|r| r.version.to_string());
+    let what = if Version::parse(&v).is_some() {
+        format!("pins PyTorch {v}, older than every release envbuild knows")
+    } else {
+        format!("asks for PyTorch `{v}`, which no release envbuild knows satisfies")
+    };
     let d = Diagnostic::error(
         NO_SUCH_PACKAGE_VERSION,
-        format!(
-            "{} pins PyTorch {v}, older than every release envbuild knows",
-            scan.shown_file()
-        ),
+        format!("{} {what}", scan.shown_file()),
     )
     .with_hint(format!(
         "the oldest supported release is {}{}; pin a known release (`envbuild table torch` lists them)",
@@ -245,10 +266,12 @@ fn older_than_table(scan: &mut Scan) -> bool {
     true
 }
 
-/// The source and torch version, from what the file pins: a conda pytorch needs a CUDA
-/// selector (pytorch-cuda/cudatoolkit, or conda-forge's cuda-version or pytorch-gpu); a pip
+/// The source and torch version, from what the file pins: a conda pytorch comes from the
+/// channel its CUDA selector belongs to (pytorch-cuda/cudatoolkit: the pytorch channel;
+/// cuda-version or pytorch-gpu: conda-forge), or, with no selector, from the channel the file
+/// takes it from, with any CUDA (`*`: the resolver chooses the build for the target); a pip
 /// torch comes from the wheel index when a variant was named, else PyPI.
-pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
+pub(super) fn torch(scan: &mut Scan, channels: &[String]) -> Option<(Source, String)> {
     let f = &mut scan.found;
     if f.pytorch.is_none() {
         if let Some(Some(v)) = &f.pytorch_gpu {
@@ -258,16 +281,11 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
     if let (Some(_), Some((v, line))) = (&f.pytorch, f.torch_pip.clone()) {
         scan.line = line;
         scan.drop_item(
-            &format!("torch=={v}"),
+            &format!("torch {v}"),
             "conda's pytorch is the torch of this environment; the spec has one torch",
         );
     }
-    let f = &mut scan.found;
-    let selector_unpinned = f.unpinned_selector.take();
-    if let Some((item, name, line)) = &selector_unpinned {
-        unpinned_selector(scan, item, name, *line);
-    }
-    if older_than_table(scan) {
+    if unknown_torch(scan) {
         return None;
     }
     let f = &mut scan.found;
@@ -286,25 +304,13 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
         }
         (Some((v, _)), _) if f.conda_cuda.is_some() => Some((Source::CondaForge, v.clone())),
         (Some((v, _)), _) if f.pytorch_gpu.is_some() => pytorch_gpu_cuda(scan, v),
-        (Some(_), _) if selector_unpinned.is_some() => None,
-        (Some((v, line)), _) => {
-            if scan
-                .diags
-                .iter()
-                .all(|d| d.location.as_ref().map(|l| l.line) != *line)
-            {
-                let d = Diagnostic::error(INVALID_SPEC, format!("{} pins pytorch {v} but no CUDA selector (pytorch-cuda, cudatoolkit, cuda-version or pytorch-gpu)", scan.shown_file()))
-                    .with_hint("add `pytorch-cuda=X.Y` (pytorch channel) or `cuda-version=X.Y` (conda-forge); envbuild builds GPU environments");
-                scan.error_at(*line, d);
-            }
-            None
-        }
+        (Some((v, line)), _) => no_selector(scan, v, *line, channels),
         (None, Some((v, _))) if f.pip_variant.is_some() => Some((Source::PytorchIndex, v.clone())),
         (None, Some((v, _))) => Some((Source::Pypi, v.clone())),
         (None, None) => {
             if scan.diags.is_empty() {
                 let d = Diagnostic::error(INVALID_SPEC, format!("{} does not install PyTorch", scan.shown_file()))
-                    .with_hint("add `pytorch=<version>` with `pytorch-cuda=<X.Y>`, or `torch==<version>` under `pip:`");
+                    .with_hint("add `pytorch` (with `pytorch-cuda=<X.Y>` on the pytorch channel), or `torch` under `pip:`");
                 scan.error_at(None, d);
             }
             None
@@ -312,26 +318,59 @@ pub(super) fn torch(scan: &mut Scan) -> Option<(Source, String)> {
     }
 }
 
-/// conda-forge's `pytorch-gpu` without `cuda-version`: conda takes the newest CUDA build the
-/// machine's driver allows; the spec needs one, so it takes the newest the table has for this
-/// pytorch on conda-forge, and says so.
-fn pytorch_gpu_cuda(scan: &mut Scan, v: &str) -> Option<(Source, String)> {
-    let newest = Version::parse(v)
-        .and_then(|ver| scan.table.torch_row(&ver))
-        .and_then(|row| row.conda_forge.iter().max().cloned());
-    match newest {
-        Some(cuda) => {
-            scan.found.conda_cuda = Some(cuda.major_minor());
-            scan.line = scan.found.pytorch.as_ref().and_then(|p| p.1);
-            scan.note(IMPORT_CHANGED, format!("`pytorch-gpu` selects conda-forge's CUDA build of pytorch {v} without saying which CUDA; the spec pins cuda = \"{}\", the newest such build in the table (add `cuda-version=X.Y` to choose)", cuda.major_minor()));
-            Some((Source::CondaForge, v.to_string()))
-        }
-        None => {
-            let d = Diagnostic::error(INVALID_SPEC, format!("{} asks for conda-forge's `pytorch-gpu` {v}, which the table has no conda-forge CUDA build of", scan.shown_file()))
-                .with_hint("add `cuda-version=X.Y`, or pin a pytorch release the table lists (`envbuild table`)");
-            let line = scan.found.pytorch.as_ref().and_then(|p| p.1);
-            scan.error_at(line, d);
-            None
-        }
+/// A conda pytorch with no CUDA selector: conda takes the build the machine's driver allows
+/// from the channel the file takes pytorch from; the spec says the same with any CUDA (`*`),
+/// which the resolver chooses for the target. `cpuonly`, or a channel that is no source
+/// envbuild knows, is refused at the line.
+fn no_selector(
+    scan: &mut Scan,
+    v: &str,
+    line: Option<usize>,
+    channels: &[String],
+) -> Option<(Source, String)> {
+    // The line is refused already (`pytorch=2.1.2+cu121`): nothing to add to it.
+    if scan
+        .diags
+        .iter()
+        .any(|d| d.location.as_ref().map(|l| l.line) == line)
+    {
+        return None;
     }
+    if let Some(at) = scan.found.cpuonly {
+        let d = Diagnostic::error(INVALID_SPEC, format!("{} asks for pytorch's CPU build (`cpuonly`)", scan.shown_file()))
+            .with_hint("envbuild builds GPU environments: replace `cpuonly` with `pytorch-cuda=X.Y` (pytorch channel) or `cuda-version=X.Y` (conda-forge)");
+        scan.error_at(Some(at), d);
+        return None;
+    }
+    let from = scan.found.pytorch_channel.clone();
+    let has =
+        |c: &str| from.as_deref() == Some(c) || (from.is_none() && channels.iter().any(|x| x == c));
+    let (source, key) = if has("pytorch") {
+        (Source::PytorchChannel, "pytorch-cuda")
+    } else if has("conda-forge") {
+        (Source::CondaForge, "cuda")
+    } else {
+        let d = Diagnostic::error(INVALID_SPEC, format!("{} takes pytorch {v} from {}, which is not a source envbuild knows, and names no CUDA selector", scan.shown_file(), from.map_or("the default channels".to_string(), |c| format!("the `{c}` channel"))))
+            .with_hint("add `pytorch-cuda=X.Y` with the `pytorch` channel, or `cuda-version=X.Y` with `conda-forge`");
+        scan.error_at(line, d);
+        return None;
+    };
+    if source == Source::PytorchChannel {
+        scan.found.pytorch_channel_selector = Some(ANY_VERSION.into());
+    } else {
+        scan.found.conda_cuda = Some(ANY_VERSION.into());
+    }
+    scan.line = line;
+    scan.note(IMPORT_CHANGED, format!("pytorch has no CUDA selector in the file (conda takes the build the machine's driver allows); the spec writes `source = \"{source}\"` with `{key} = \"*\"`, and the lock chooses the build for the target's driver"));
+    Some((source, v.to_string()))
+}
+
+/// conda-forge's `pytorch-gpu` without `cuda-version`: conda takes the CUDA build the
+/// machine's driver allows; the spec says any CUDA (`*`), which the resolver chooses for the
+/// target.
+fn pytorch_gpu_cuda(scan: &mut Scan, v: &str) -> Option<(Source, String)> {
+    scan.found.conda_cuda = Some(ANY_VERSION.into());
+    scan.line = scan.found.pytorch.as_ref().and_then(|p| p.1);
+    scan.note(IMPORT_CHANGED, format!("`pytorch-gpu` selects conda-forge's CUDA build of pytorch {v} without saying which CUDA; the spec writes cuda = \"*\", and the lock chooses the build for the target's driver (add `cuda-version=X.Y` to choose)"));
+    Some((Source::CondaForge, v.to_string()))
 }

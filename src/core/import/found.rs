@@ -15,19 +15,25 @@ pub(super) struct Extra {
 pub(super) struct Companion {
     pub(super) listed: bool,
     pub(super) pin: Option<(String, Option<usize>)>,
+    /// A version range as written (`>=0.15`): the spec keeps it, the resolver chooses in it.
+    pub(super) range: Option<(String, Option<usize>)>,
 }
 
 /// What the dependencies pin, as far as the spec cares.
 #[derive(Default)]
 pub(super) struct Found {
+    /// Exact (`3.10`) or a requirement as written (`>=3.9`, `*` when the file names python bare).
     pub(super) python: Option<String>,
     pub(super) python_line: Option<usize>,
+    /// conda's pytorch: exact, a requirement as written, or `*` when named bare.
     pub(super) pytorch: Option<(String, Option<usize>)>,
+    /// The channel a `channel::pytorch` line names.
+    pub(super) pytorch_channel: Option<String>,
     /// conda-forge's `pytorch-gpu` metapackage: its version, when pinned.
     pub(super) pytorch_gpu: Option<Option<String>>,
     pub(super) pytorch_channel_selector: Option<String>,
-    /// A CUDA selector listed without a version: (the item, its name, its line).
-    pub(super) unpinned_selector: Option<(String, String, Option<usize>)>,
+    /// `cpuonly`: the file asks for pytorch's CPU build.
+    pub(super) cpuonly: Option<usize>,
     /// The CUDA a pytorch channel build string names (`py3.7_cuda9.0.176_cudnn7.1.2_2`).
     pub(super) build_cuda: Option<String>,
     pub(super) conda_cuda: Option<String>,

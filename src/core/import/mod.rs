@@ -1,7 +1,10 @@
 //! `envbuild import`: turn a conda environment.yml (hand-written, `conda env export` with or
 //! without `--from-history`, one envbuild rendered, or a pip `requirements.txt`) into a spec.
-//! Floating versions are refused with hints. Nothing is changed or left out silently: every
-//! line not carried over as written becomes a note, both on stderr and as a comment in the spec.
+//! The file's own constraints are kept as written: ranges stay ranges, a bare name is any
+//! version (`*`), for the resolver (core keys) or the closure (extras) to choose within.
+//! Nothing is changed or left out silently: every line not carried over as written becomes a
+//! note, both on stderr and as a comment in the spec; what cannot become a spec is refused at
+//! its line.
 //! The result is re-validated as a spec before it is returned. This module performs no I/O.
 //!
 //! The pipeline: parse the YAML document (`env_file`), walk its dependencies (`scan`),
@@ -12,6 +15,7 @@
 mod conda;
 mod env_file;
 mod found;
+mod marker;
 mod pip;
 mod platform;
 mod requirements;
@@ -21,7 +25,7 @@ mod spec_text;
 use crate::core::compat::Table;
 use crate::core::diag::{Diagnostic, Location};
 use crate::core::lock::EnvMetadata;
-use crate::core::spec::codes::INVALID_SPEC;
+use crate::core::resolve::choose::codes::NO_MATCHING_BUILD;
 use env_file::Dep;
 use scan::Scan;
 
@@ -66,6 +70,9 @@ pub fn import(
         .map(|m| m.auto_added.clone())
         .unwrap_or_default();
     let mut scan = Scan::new(file, table, &auto_added, env_file::item_lines(text));
+    if meta.as_ref().is_some_and(|m| m.platform == "linux-aarch64") {
+        scan.machine = "aarch64";
+    }
     scan.source_os(env.prefix.as_deref(), env_file::key_line(text, "prefix"));
     let channels_line = env_file::key_line(text, "channels");
     for c in &env.channels {
@@ -91,16 +98,9 @@ pub fn import(
             }
         }
     }
-    if scan.found.python.is_none() && scan.diags.is_empty() {
-        let at = env_file::key_line(text, "dependencies");
-        scan.error_at(
-            at,
-            Diagnostic::error(
-                INVALID_SPEC,
-                format!("{} does not pin python", scan.shown_file()),
-            )
-            .with_hint("add e.g. `python=3.11`"),
-        );
+    if scan.found.python.is_none() {
+        scan.line = env_file::key_line(text, "dependencies");
+        scan.any_python("the file names no python");
     }
     let meta = meta.unwrap_or_else(|| EnvMetadata {
         platform: "linux-64".into(),
@@ -123,11 +123,12 @@ fn finish(
     opts: &ImportOptions,
     lines: spec_text::Lines,
 ) -> Result<Imported, Vec<Diagnostic>> {
+    scan.repeats();
     scan.pip_over_conda();
     // Notes in the order of the input's lines (file-wide ones first).
     scan.notes
         .sort_by_key(|n| n.location.as_ref().map(|l| l.line));
-    let torch = conda::torch(&mut scan);
+    let torch = conda::torch(&mut scan, channels);
     if let Some((_, v)) = &torch {
         scan.companions(v);
     }
@@ -160,6 +161,13 @@ fn finish(
             notes: scan.notes,
         }),
         Err(e) => {
+            // Nothing the target allows satisfies the file: said at its torch line.
+            let torch_line = scan
+                .found
+                .pytorch
+                .as_ref()
+                .or(scan.found.torch_pip.as_ref())
+                .and_then(|p| p.1);
             let mut diags: Vec<Diagnostic> = e
                 .diagnostics
                 .into_iter()
@@ -167,7 +175,8 @@ fn finish(
                     let line = d
                         .location
                         .as_ref()
-                        .and_then(|l| origins.get(l.line.wrapping_sub(1)).copied().flatten());
+                        .and_then(|l| origins.get(l.line.wrapping_sub(1)).copied().flatten())
+                        .or(torch_line.filter(|_| d.code == NO_MATCHING_BUILD));
                     d.location = location(scan.file, line);
                     d
                 })

@@ -7,10 +7,11 @@ use super::found::Extra;
 use super::scan::Scan;
 use crate::core::compat::variant_cuda;
 use crate::core::diag::Diagnostic;
-use crate::core::spec::codes::UNNAMED_REFERENCE;
+use crate::core::spec::codes::{INVALID_SPEC, UNNAMED_REFERENCE};
 use crate::core::spec::{
     bare_reference, parse_pip_pkg, BareReference, PipPkg, PkgParse, REFERENCE_UNPINNED,
 };
+use crate::core::version::Version;
 
 /// Options whose value is an index or a wheel location.
 const INDEX_OPTIONS: [&str; 5] = [
@@ -38,6 +39,9 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
         return index(scan, line, opt, &url);
     }
     if !line.starts_with('-') {
+        if let Some((req, marker)) = line.split_once(';') {
+            return marked(scan, line, req.trim(), marker.trim());
+        }
         if let Some((req, options)) = split_options(line) {
             trailing_options(scan, req, options);
             return self::line(scan, req);
@@ -45,6 +49,9 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
     }
     if let Some(b) = bare_reference(line) {
         return reference(scan, line, &b);
+    }
+    if let Some(why) = other_file(line) {
+        return scan.drop_item(line, why);
     }
     if line.starts_with("-e ") || line.starts_with("--editable") {
         return scan.drop_item(
@@ -64,22 +71,116 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
         .unwrap_or("")
         .to_ascii_lowercase()
         .replace('_', "-");
-    if name != "torch" && scan.machine_only(line, &name) {
+    if name != "torch" && scan.machine_only(line, &name, super::platform::Installer::Pip) {
         return;
+    }
+    // Spaces inside a requirement mean nothing to pip (`numba == 0.65.0`); a URL keeps them.
+    let compact: String;
+    let line = if line.contains("://") {
+        line
+    } else {
+        compact = line.chars().filter(|c| !c.is_whitespace()).collect();
+        compact.as_str()
+    };
+    if local_path(line) {
+        return scan.drop_item(line, "a local path (a directory or an archive of the project's own checkout): the image does not carry the project's files; build a wheel of it into the spec's `[image] wheels` directory, or install it in the container");
     }
     match parse_pip_pkg(line) {
         PkgParse::Ok(p) => pinned(scan, p),
-        PkgParse::Unpinned { name, why } => {
-            if let Some(c) = scan.found.companion(&name) {
-                c.listed = true;
-            } else if why == REFERENCE_UNPINNED {
-                scan.unpinned_reference(line, why);
-            } else {
-                scan.unpinned(line, &name, "==");
-            }
+        PkgParse::Unpinned { why, .. } if why == REFERENCE_UNPINNED => {
+            scan.unpinned_reference(line, why)
         }
+        PkgParse::Unpinned { name, .. } => ranged(scan, line, &name),
         PkgParse::Invalid(m) => scan.invalid(format!("pip: {m}")),
     }
+}
+
+/// `req; marker`: the marker judged for the target; the requirement is kept without it when it
+/// holds (said), dropped when it does not, refused at its line when it cannot be judged.
+fn marked(scan: &mut Scan, line: &str, req: &str, marker: &str) {
+    let python = scan.found.python.as_deref().and_then(Version::parse);
+    let target = super::marker::Target {
+        machine: scan.machine,
+        python: python.clone(),
+    };
+    let shown = format!(
+        "Linux {}{}",
+        scan.machine,
+        python.map(|p| format!(", Python {p}")).unwrap_or_default()
+    );
+    match super::marker::holds(marker, &target) {
+        Ok(true) => {
+            scan.note(
+                IMPORT_CHANGED,
+                format!("`{line}`: the marker holds for the target ({shown}), so the spec keeps `{req}`"),
+            );
+            self::line(scan, req);
+        }
+        Ok(false) => scan.drop_item(line, &format!("its marker excludes the target ({shown})")),
+        Err(why) => {
+            let d = Diagnostic::error(
+                INVALID_SPEC,
+                format!("`{line}` in {}: {why}", scan.shown_file()),
+            )
+            .with_hint("write the requirement without the marker if the target needs it, or remove the line");
+            scan.error(d);
+        }
+    }
+}
+
+/// A requirement with a range or no version (`tqdm>=4`, `einops`): kept as written (a bare
+/// name is any version, `*`), for the resolver (torch, the companions) or the closure (extras)
+/// to choose within.
+fn ranged(scan: &mut Scan, line: &str, name: &str) {
+    let written: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+    let at = written
+        .find(['<', '>', '=', '!', '~'])
+        .unwrap_or(written.len());
+    let req = match &written[at..] {
+        "" => crate::core::spec::ANY_VERSION.to_string(),
+        r => r.to_string(),
+    };
+    let here = scan.line;
+    let f = &mut scan.found;
+    if name == "torch" {
+        f.torch_pip = Some((req, here));
+    } else if let Some(c) = f.companion(name) {
+        c.listed = true;
+        if req != crate::core::spec::ANY_VERSION {
+            c.range = Some((req, here));
+        }
+    } else {
+        f.pip.push(Extra {
+            name: name.to_string(),
+            entry: written,
+            line: here,
+        });
+    }
+}
+
+/// `-r other.txt`, `-c constraints.txt`: another file, which import does not follow; why.
+fn other_file(line: &str) -> Option<&'static str> {
+    let opt = line.split([' ', '=']).next().unwrap_or("");
+    match opt {
+        "-r" | "--requirement" => Some("it includes another requirements file, which import does not follow; import that file too and merge what you need into the spec"),
+        "-c" | "--constraint" => Some("it names a constraints file, which import does not follow; pin what you need in the spec"),
+        _ => None,
+    }
+}
+
+/// A local directory or archive (`.`, `./pkg`, `submodules/simple-knn`, `dist/x.whl`,
+/// `file:///...`): no URL scheme and no `NAME @`, but a path.
+fn local_path(line: &str) -> bool {
+    let l = line.trim();
+    if l.starts_with("file:") {
+        return true;
+    }
+    if l.contains("://") || l.contains(" @ ") || l.contains('@') {
+        return false;
+    }
+    l.starts_with(['.', '/', '~'])
+        || l.contains('/')
+        || [".whl", ".tar.gz", ".zip"].iter().any(|e| l.ends_with(e))
 }
 
 /// A URL without `NAME @`: with `#egg=NAME` it is read as `NAME @ URL` (an editable one as a

@@ -62,9 +62,73 @@ pub(super) fn package_os(name: &str) -> Option<Os> {
     }
 }
 
+/// The installer a dependency line is for: conda and pip name the same software differently
+/// (`cuda-toolkit` is conda's full toolkit but pip's metapackage of torch's CUDA libraries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Installer {
+    Conda,
+    Pip,
+}
+
+/// The CUDA libraries torch's own wheels require, unsuffixed, as `cuda-toolkit`'s extras name
+/// them (read off the METADATA of torch 2.14.1 and 2.15.0 and of cuda-toolkit 13.2.2 on PyPI:
+/// `cuda-toolkit[cublas,cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]`).
+const TORCH_CUDA_PIP: &[&str] = &[
+    "nvidia-cublas",
+    "nvidia-cuda-cccl",
+    "nvidia-cuda-cupti",
+    "nvidia-cuda-nvrtc",
+    "nvidia-cuda-runtime",
+    "nvidia-cufft",
+    "nvidia-cufile",
+    "nvidia-curand",
+    "nvidia-cusolver",
+    "nvidia-cusparse",
+    "nvidia-nvjitlink",
+    "nvidia-nvtx",
+];
+
+/// Whether a pip package is one torch's wheel requires for its CUDA (so the lock installs the
+/// one for the locked torch): `cuda-toolkit` (any extras), `cuda-bindings`, `cuda-pathfinder`,
+/// `triton`, `pytorch-triton`, every `nvidia-*-cu11/12/13` and the unsuffixed libraries above.
+/// The compiler (`nvidia-cuda-nvcc*`) is the user's: torch does not require it.
+pub(super) fn torch_cuda_pip(name: &str) -> bool {
+    let name = name.split('[').next().unwrap_or(name);
+    if name.starts_with("nvidia-cuda-nvcc") {
+        return false;
+    }
+    [
+        "cuda-toolkit",
+        "cuda-bindings",
+        "cuda-pathfinder",
+        "triton",
+        "pytorch-triton",
+    ]
+    .contains(&name)
+        || TORCH_CUDA_PIP.contains(&name)
+        || (name.starts_with("nvidia-")
+            && ["-cu11", "-cu12", "-cu13"]
+                .iter()
+                .any(|s| name.ends_with(s)))
+}
+
+/// Whether a conda package is one of torch's CUDA stack in an export: conda's `cuda-*` and
+/// `libcu*` libraries, but not the user's tools (`cuda-toolkit`, `cuda-nvcc*`, `cuda-python`)
+/// nor `cuda-version`, the CUDA selector.
+fn torch_cuda_conda(name: &str) -> bool {
+    let users = name == "cuda-toolkit"
+        || name == "cuda-version"
+        || name.starts_with("cuda-nvcc")
+        || name.starts_with("cuda-python");
+    (name.starts_with("cuda-") && !users)
+        || ["libcu", "libnpp", "libnvjpeg", "libnvjitlink"]
+            .iter()
+            .any(|p| name.starts_with(p))
+}
+
 /// Why a package from an export is not carried over, when it is one that only describes the
 /// source machine's conda installation or is installed with torch for the locked CUDA.
-pub(super) fn not_carried(name: &str) -> Option<&'static str> {
+pub(super) fn not_carried(name: &str, installer: Installer) -> Option<&'static str> {
     const TOOLCHAIN: &[&str] = &[
         "libgcc",
         "libgcc-ng",
@@ -96,18 +160,15 @@ pub(super) fn not_carried(name: &str) -> Option<&'static str> {
             "the C runtime of the source machine's conda; the image's conda brings its own",
         );
     }
-    // NVIDIA's CUDA libraries: conda's `cuda-*`/`libcu*` and pip's `nvidia-*-cu12` (but not
-    // `cuda-python` or `nvidia-ml-py`, which users install for themselves).
-    let cuda_lib =
-        (name.starts_with("cuda-") && !name.starts_with("cuda-python") && name != "cuda-version")
-            || ["libcu", "libnpp", "libnvjpeg", "libnvjitlink"]
-                .iter()
-                .any(|p| name.starts_with(p))
-            || (name.starts_with("nvidia-")
-                && ["-cu11", "-cu12", "-cu13"]
-                    .iter()
-                    .any(|s| name.ends_with(s)));
-    if TORCH_STACK.contains(&name) || cuda_lib {
+    let torch_cuda = match installer {
+        Installer::Pip => torch_cuda_pip(name),
+        Installer::Conda => {
+            TORCH_STACK.contains(&name)
+                || torch_cuda_conda(name)
+                || (name.starts_with("nvidia-") && torch_cuda_pip(name))
+        }
+    };
+    if torch_cuda {
         return Some("installed with torch for the locked CUDA; pinning the source machine's copy could contradict it");
     }
     None
@@ -145,7 +206,7 @@ mod tests {
             "nvidia-cudnn-cu12",
             "triton",
         ] {
-            assert!(not_carried(n).is_some(), "{n}");
+            assert!(not_carried(n, Installer::Conda).is_some(), "{n}");
         }
         for n in [
             "numpy",
@@ -154,8 +215,50 @@ mod tests {
             "libpng",
             "cuda-python",
             "nvidia-ml-py",
+            "cuda-toolkit",
+            "cuda-nvcc",
         ] {
-            assert!(not_carried(n).is_none(), "{n}");
+            assert!(not_carried(n, Installer::Conda).is_none(), "{n}");
+        }
+    }
+
+    #[test]
+    fn torch_s_own_cuda_wheels_are_recognised_whatever_their_spelling() {
+        for n in [
+            "cuda-toolkit",
+            "cuda-toolkit[cublas,cudart]",
+            "cuda-bindings",
+            "cuda-pathfinder",
+            "triton",
+            "pytorch-triton",
+            "nvidia-cudnn-cu13",
+            "nvidia-nccl-cu11",
+            "nvidia-cusparselt-cu12",
+            "nvidia-cublas",
+            "nvidia-cuda-cccl",
+            "nvidia-cuda-cupti",
+            "nvidia-cuda-nvrtc",
+            "nvidia-cuda-runtime",
+            "nvidia-cufft",
+            "nvidia-cufile",
+            "nvidia-curand",
+            "nvidia-cusolver",
+            "nvidia-cusparse",
+            "nvidia-nvjitlink",
+            "nvidia-nvtx",
+        ] {
+            assert!(not_carried(n, Installer::Pip).is_some(), "{n}");
+        }
+        // The user's own: the compiler, the Python bindings, NVML.
+        for n in [
+            "cuda-nvcc",
+            "nvidia-cuda-nvcc",
+            "nvidia-cuda-nvcc-cu12",
+            "cuda-python",
+            "nvidia-ml-py",
+            "numpy",
+        ] {
+            assert!(not_carried(n, Installer::Pip).is_none(), "{n}");
         }
     }
 }

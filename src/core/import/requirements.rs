@@ -1,13 +1,13 @@
 //! A pip `requirements.txt` as the input: the same pip lines as an environment file's `- pip:`
-//! list, with the Python from the command line (the file cannot name one).
+//! list, with the Python from the command line (the file cannot name one; without
+//! `--python` the spec takes any, `*`).
 //! This module performs no I/O.
 
 use super::scan::Scan;
 use super::{pip, spec_text, ImportOptions, Imported};
 use crate::core::compat::Table;
-use crate::core::diag::{printable, Diagnostic};
+use crate::core::diag::Diagnostic;
 use crate::core::lock::EnvMetadata;
-use crate::core::spec::codes::INVALID_SPEC;
 
 pub(super) fn import(
     text: &str,
@@ -16,6 +16,13 @@ pub(super) fn import(
     opts: &ImportOptions,
 ) -> Result<Imported, Vec<Diagnostic>> {
     let mut scan = Scan::new(file, table, &[], Vec::new());
+    // The Python first: markers on the lines below may ask for it.
+    match &opts.python {
+        Some(p) => scan.found.python = Some(p.clone()),
+        None => scan.any_python(
+            "a requirements file cannot say which Python it is for (`--python X.Y` names one)",
+        ),
+    }
     // A trailing backslash continues a requirement on the next line (hashes, long options).
     let mut pending: Option<(usize, String)> = None;
     for (i, raw) in text.lines().enumerate() {
@@ -26,30 +33,7 @@ pub(super) fn import(
             continue;
         }
         scan.line = Some(start);
-        if joined.starts_with("-r ")
-            || joined.starts_with("-c ")
-            || joined.starts_with("--requirement")
-        {
-            scan.invalid(format!(
-                "`{joined}` includes another file, which import does not follow"
-            ));
-            continue;
-        }
         pip::line(&mut scan, &joined);
-    }
-    match &opts.python {
-        Some(p) => scan.found.python = Some(p.clone()),
-        None => scan.error_at(
-            None,
-            Diagnostic::error(
-                INVALID_SPEC,
-                format!(
-                    "{} is a requirements file, which cannot say which Python it is for",
-                    printable(file)
-                ),
-            )
-            .with_hint("pass `--python X.Y` (the Python the requirements were installed with)"),
-        ),
     }
     let name = std::path::Path::new(file)
         .parent()

@@ -24,6 +24,8 @@ pub(super) struct Scan<'a> {
     pub(super) os: Option<Os>,
     /// The input line of the item being read.
     pub(super) line: Option<usize>,
+    /// The target's machine, as PEP 508 markers name it (`x86_64`, `aarch64`).
+    pub(super) machine: &'static str,
     items: Vec<(usize, String)>,
     cursor: usize,
 }
@@ -44,6 +46,7 @@ impl<'a> Scan<'a> {
             notes: Vec::new(),
             os: None,
             line: None,
+            machine: "x86_64",
             items,
             cursor: 0,
         }
@@ -125,7 +128,12 @@ impl<'a> Scan<'a> {
 
     /// Drops `item` (package `name`) when it exists only on another OS or only describes the
     /// source machine; true when dropped.
-    pub(super) fn machine_only(&mut self, item: &str, name: &str) -> bool {
+    pub(super) fn machine_only(
+        &mut self,
+        item: &str,
+        name: &str,
+        installer: platform::Installer,
+    ) -> bool {
         if let Some(os) = platform::package_os(name) {
             if self.os.is_none() {
                 self.os = Some(os);
@@ -137,31 +145,22 @@ impl<'a> Scan<'a> {
             self.drop_item(item, &format!("it exists only on {}", os.as_str()));
             return true;
         }
-        if let Some(why) = platform::not_carried(name) {
+        if let Some(why) = platform::not_carried(name, installer) {
             self.drop_item(item, why);
             return true;
         }
         false
     }
 
-    /// `dep` (package `name`) floats; `how` is the pin operator to suggest.
-    pub(super) fn unpinned(&mut self, dep: &str, name: &str, how: &str) {
-        let newest = match name {
-            "pytorch" | "torch" => self
-                .table
-                .newest_torch()
-                .map(|t| format!("; the newest PyTorch in the table is {}", t.version)),
-            _ => None,
-        }
-        .unwrap_or_default();
-        let d = Diagnostic::error(
-            UNPINNED_VERSION,
-            format!("`{dep}` in {} is not pinned", self.shown_file()),
-        )
-        .with_hint(format!(
-            "pin it, e.g. `{name}{how}<version>`{newest}; `conda env export` writes exact versions"
-        ));
-        self.error(d);
+    /// The file cannot say which Python (`why`): the spec takes any (`python = "*"`), which
+    /// the lock chooses for the torch and the target; said at the current line.
+    pub(super) fn any_python(&mut self, why: &str) {
+        self.found.python = Some(crate::core::spec::ANY_VERSION.into());
+        self.found.python_line = self.line;
+        self.note(
+            IMPORT_CHANGED,
+            format!("{why}: the spec writes `python = \"*\"`, and the lock chooses one for the torch and the target"),
+        );
     }
 
     /// A direct reference that names no commit or hash.
@@ -177,6 +176,34 @@ impl<'a> Scan<'a> {
     pub(super) fn invalid(&mut self, message: String) {
         let d = Diagnostic::error(INVALID_SPEC, format!("{}: {message}", self.shown_file()));
         self.error(d);
+    }
+
+    /// A line that repeats an earlier one exactly (`einops==0.4.1` twice): pip and conda
+    /// install it once, so the spec lists it once; the repeat is a note. Two different pins of
+    /// one package stay, for the spec's own check to refuse.
+    pub(super) fn repeats(&mut self) {
+        let mut dropped = Vec::new();
+        for list in [&mut self.found.conda, &mut self.found.pip] {
+            let mut seen: Vec<(String, Option<usize>)> = Vec::new();
+            list.retain(|x| match seen.iter().find(|(e, _)| *e == x.entry) {
+                Some((_, first)) => {
+                    dropped.push((x.entry.clone(), x.line, *first));
+                    false
+                }
+                None => {
+                    seen.push((x.entry.clone(), x.line));
+                    true
+                }
+            });
+        }
+        for (entry, line, first) in dropped {
+            self.line = line;
+            let at = first.map(|l| format!(" (line {l})")).unwrap_or_default();
+            self.drop_item(
+                &entry,
+                &format!("it repeats an earlier line{at} exactly; the spec lists it once"),
+            );
+        }
     }
 
     /// A package in both lists: pip installs after conda and replaces its files, so the pip pin

@@ -157,11 +157,15 @@ fn top_keys(out: &mut Out, i: &Pins) {
             i.lines.channels,
         );
     }
-    if !f.torchvision.listed {
-        out.push("torchvision = false\n", None);
-    }
-    if !f.torchaudio.listed {
-        out.push("torchaudio = false\n", None);
+    for (key, c) in [
+        ("torchvision", &f.torchvision),
+        ("torchaudio", &f.torchaudio),
+    ] {
+        match (&c.range, c.listed) {
+            (Some((r, line)), _) => out.push(&format!("{key} = {}\n", q(r)), *line),
+            (None, false) => out.push(&format!("{key} = false\n"), None),
+            (None, true) => {}
+        }
     }
     list(out, "conda", &f.conda);
     list(out, "pip", &f.pip);

@@ -149,6 +149,10 @@ impl Variant {
     }
 }
 
+/// The version of an extra package named without one (`einops`, `jupyterlab`): any version,
+/// which the closure pins (a range like any other).
+pub const ANY_VERSION: &str = "*";
+
 /// An extra conda package, pinned: `[channel::]name=version`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct CondaPkg {
@@ -163,14 +167,22 @@ pub struct CondaPkg {
 }
 
 impl CondaPkg {
-    /// A version range (`>=2,<3`), allowed with `[lock] closure = true`: the closure pins it.
+    /// A version range (`>=2,<3`; `*`: any version, the package named bare): the closure pins
+    /// it.
     pub fn is_range(&self) -> bool {
-        self.version.starts_with(['<', '>', '=', '!'])
+        self.version == ANY_VERSION || self.version.starts_with(['<', '>', '=', '!'])
     }
 
     /// The match spec conda understands: `conda-forge::pandas==2.1.1`, or conda's own
-    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin, or a range as written (`pandas>=2,<3`).
+    /// `numpy=1.22` (any 1.22.x) for a fuzzy pin, or a range as written (`pandas>=2,<3`), or
+    /// the name alone for any version.
     pub fn match_spec(&self) -> String {
+        if self.version == ANY_VERSION {
+            return match &self.channel {
+                Some(c) => format!("{c}::{}", self.name),
+                None => self.name.clone(),
+            };
+        }
         let op = if self.is_range() {
             ""
         } else if self.fuzzy {
@@ -199,9 +211,11 @@ pub struct PipPkg {
 }
 
 impl PipPkg {
-    /// A version range (`>=0.8`), allowed with `[lock] closure = true`: the closure pins it.
+    /// A version range (`>=0.8`; `*`: any version, the package named bare): the closure pins
+    /// it.
     pub fn is_range(&self) -> bool {
-        self.version.starts_with(['<', '>', '=', '!', '~'])
+        self.url.is_none()
+            && (self.version == ANY_VERSION || self.version.starts_with(['<', '>', '=', '!', '~']))
     }
 
     pub fn requirement(&self) -> String {
@@ -212,6 +226,9 @@ impl PipPkg {
         };
         if let Some(url) = &self.url {
             return format!("{}{extras} @ {url}", self.name);
+        }
+        if self.version == ANY_VERSION {
+            return format!("{}{extras}", self.name);
         }
         if self.is_range() {
             return format!("{}{extras}{}", self.name, self.version);

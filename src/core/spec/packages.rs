@@ -277,10 +277,11 @@ fn without_hash_fragment(line: &str) -> &str {
 }
 
 /// The `conda` and `pip` lists, each sorted; conflicts with managed keys and duplicates are
-/// reported after both lists were parsed. Ranges are taken when the lock holds a `closure`.
-pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec, closure: bool) -> (Vec<CondaPkg>, Vec<PipPkg>) {
-    let mut conda = conda_list(cx, &raw.conda, closure);
-    let mut pip = pip_list(cx, &raw.pip, closure);
+/// reported after both lists were parsed. Ranges are taken: a closure lock pins them, a
+/// table-level lock carries them as written (`RANGE_NOT_LOCKED`).
+pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec) -> (Vec<CondaPkg>, Vec<PipPkg>) {
+    let mut conda = conda_list(cx, &raw.conda, true);
+    let mut pip = pip_list(cx, &raw.pip, true);
     check_managed_and_duplicates(cx, &conda, &pip);
     conda.sort();
     pip.sort();
@@ -352,7 +353,16 @@ fn pip_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<PipPkg> {
 /// a closure lock, which pins it. `None` when it is not one.
 fn pip_range(s: &str) -> Option<PipPkg> {
     let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    let at = s.find(['<', '>', '=', '!', '~'])?;
+    let Some(at) = s.find(['<', '>', '=', '!', '~']) else {
+        // A bare `name[extras]`: any version.
+        return match parse_pip_pkg(&format!("{s}==0")) {
+            PkgParse::Ok(mut pkg) if pkg.url.is_none() && !s.contains(['@', ';']) => {
+                pkg.version = super::ANY_VERSION.to_string();
+                Some(pkg)
+            }
+            _ => None,
+        };
+    };
     let (head, spec) = s.split_at(at);
     let clauses_ok = spec.split(',').all(|c| {
         let v = c.trim_start_matches(['<', '>', '=', '!', '~']);
@@ -393,15 +403,40 @@ fn conda_range(s: &str) -> Option<CondaPkg> {
         Some((c, r)) => (Some(c), r),
         None => (None, s.as_str()),
     };
+    // A bare name, `name=*` or `name *`: any version.
+    let bare = rest
+        .strip_suffix("=*")
+        .or_else(|| rest.strip_suffix('*'))
+        .unwrap_or(rest);
+    if !bare.contains(['<', '>', '=', '!', '*']) {
+        let head = match channel {
+            Some(c) => format!("{c}::{bare}=0"),
+            None => format!("{bare}=0"),
+        };
+        return match parse_conda_pkg(&head) {
+            PkgParse::Ok(mut pkg) => {
+                pkg.version = super::ANY_VERSION.to_string();
+                pkg.fuzzy = false;
+                Some(pkg)
+            }
+            _ => None,
+        };
+    }
     let at = rest.find(['<', '>', '=', '!'])?;
     let (name, spec) = rest.split_at(at);
     let clauses_ok = spec.split(',').all(|c| {
         let v = c.trim_start_matches(['<', '>', '=', '!']);
         let op = &c[..c.len() - v.len()];
+        // conda's `=1.12.*` is the series, as `==1.12.*`.
+        let op = if op == "=" && v.ends_with(".*") {
+            "=="
+        } else {
+            op
+        };
         ["<", ">", "<=", ">=", "==", "!="].contains(&op) && range_version(op, v)
     });
     // One clause `==X` or `=X` is a pin, not a range: parse_conda_pkg took it already.
-    if !clauses_ok || !spec.contains([',', '<', '>', '!']) {
+    if !clauses_ok || !spec.contains([',', '<', '>', '!', '*']) {
         return None;
     }
     let head = match channel {

@@ -41,7 +41,7 @@ pub(super) fn validate(
     let cuda = pins::cuda_version(cx, cuda_key, raw.cuda.as_deref(), "CUDA version");
     let channels = sources::channels(cx, &raw);
     let source = sources::source(cx, &raw, channels.as_deref());
-    let (conda, pip) = packages::packages(cx, &raw, wants_closure(&raw));
+    let (conda, pip) = packages::packages(cx, &raw);
     let pip_sources = sources::pip_sources(cx, &raw);
     let target = target::target(cx, &raw.target);
     let image = image::image(cx, &raw.image);
@@ -196,7 +196,8 @@ fn companion(cx: &mut Ctx, key: &str, raw: Option<&RawCompanion>, syntax: Syntax
     let Some(RawCompanion::Version(text)) = raw else {
         return None;
     };
-    if !pins::is_pkg_version(text.trim()) && !cx.safe(key, text) {
+    // A range passes the range characters only (`>=0.15`), as the other core keys' do.
+    if !pins::is_pkg_version(text.trim()) && !pins::range_like(text) && !cx.safe(key, text) {
         return None;
     }
     // An exact companion version is a requirement too: it selects the torch release it goes with.
