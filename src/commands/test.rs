@@ -34,6 +34,7 @@ pub fn run(table: &crate::core::compat::Table, args: TestArgs) -> Result<i32, Fa
         .as_deref()
         .and_then(|p| crate::app::read_lock(p).ok());
     report(
+        "test",
         vec![result],
         args.json,
         args.junit.as_deref(),

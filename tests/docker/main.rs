@@ -38,6 +38,7 @@ use envbuild_test_support as support;
 
 mod engine_support;
 
+mod arm64;
 mod bases;
 mod bench;
 mod buildkit;
@@ -139,6 +140,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// it fails the run by name.
 fn no_test_attributes() {
     let files = [
+        ("arm64.rs", include_str!("arm64.rs")),
         ("bases.rs", include_str!("bases.rs")),
         ("docker.rs", include_str!("docker.rs")),
         ("bench.rs", include_str!("bench.rs")),
@@ -183,6 +185,7 @@ fn main() {
             a_skip_is_ignored_with_its_reason_and_fails_in_ci,
         ),
     ];
+    all.extend(arm64::trials());
     all.extend(bases::trials());
     all.extend(docker::trials());
     all.extend(bench::trials());

@@ -76,7 +76,7 @@ fn report_run(
     row: (&crate::core::compat::Table, &crate::core::lock::Lock),
 ) -> Result<i32, Failure> {
     let extra = run_json(rendered, &result);
-    report(result.smokes, json, junit, extra, Some(row))
+    report("image", result.smokes, json, junit, extra, Some(row))
 }
 
 /// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
