@@ -54,6 +54,9 @@ pub struct RenderedImage {
     pub content_sha256: Option<String>,
     /// Compact JSON summary of the lock, for the `dev.envbuild.lock-summary` label.
     pub lock_summary: String,
+    /// The Docker platform the lock's image is for (`linux/arm64`), sent with every build;
+    /// `None`: the engine's own (files made by hand, in tests).
+    pub platform: Option<String>,
 }
 
 impl RenderedImage {
@@ -280,6 +283,7 @@ pub fn rendered_image(
         image_name: image_name(&lock.name),
         lock_hash,
         lock_summary: lock.summary_json(),
+        platform: crate::core::platform::docker_platform(lock.platform).map(str::to_string),
     })
 }
 
@@ -514,6 +518,7 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         rebuild: opts.rebuild,
         build_args: opts.build_args.clone(),
         cache: registry_cache(opts, variant, has_install_stage(rendered)),
+        platform: rendered.platform.clone(),
     }
 }
 

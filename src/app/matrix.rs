@@ -73,6 +73,7 @@ pub fn matrix(
             &hash,
             &name,
             variants,
+            &crate::core::matrix::platforms(&lock),
             repo,
         ));
     }

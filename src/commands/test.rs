@@ -39,6 +39,7 @@ pub fn run(
         .and_then(|p| crate::app::read_lock(p).ok());
     report(
         o,
+        "test",
         vec![result],
         args.json,
         args.junit.as_deref(),

@@ -42,12 +42,72 @@ pub fn mismatches(results: &[SmokeResult], table: &Table, lock: &Lock) -> Vec<Di
         .collect()
 }
 
+/// The environment variable GitHub Actions sets to the file of the step's job summary.
+pub const STEP_SUMMARY_VAR: &str = "GITHUB_STEP_SUMMARY";
+
+/// With `GITHUB_STEP_SUMMARY` set, append `command`'s verdicts to that file as a Markdown table
+/// (platform x variant x check, `core::step_summary`); a file that cannot be written is a
+/// warning (`STEP_SUMMARY_UNWRITABLE`), never the run's failure. `lock` names the platform.
+pub fn append_step_summary(command: &str, results: &[SmokeResult], lock: Option<&Lock>) {
+    let Some(path) = std::env::var_os(STEP_SUMMARY_VAR).filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let columns: Vec<crate::core::step_summary::Column<'_>> = results
+        .iter()
+        .map(|r| {
+            let machine = r.outcome.as_ref().ok().and_then(|o| {
+                o.report
+                    .environment
+                    .get("machine")
+                    .and_then(|m| m.as_str())
+                    .map(str::to_string)
+            });
+            let platform = lock
+                .map(|l| l.platform.as_str().to_string())
+                .or(machine)
+                .unwrap_or_else(|| "?".into());
+            crate::core::step_summary::Column {
+                platform,
+                variant: crate::core::step_summary::variant_of(&r.name),
+                image: r.name.clone(),
+                outcome: match &r.outcome {
+                    Ok(o) => Ok(&o.report),
+                    Err(f) => Err(f
+                        .diagnostics
+                        .iter()
+                        .find(|d| d.is_error())
+                        .map_or("INTERNAL", |d| d.code)
+                        .to_string()),
+                },
+                passed: r.passed(),
+            }
+        })
+        .collect();
+    let text = crate::core::step_summary::markdown(command, &columns);
+    let path = std::path::PathBuf::from(path);
+    if let Err(f) = crate::infra::fs::append(&path, text.as_bytes()) {
+        let why = f
+            .diagnostics
+            .first()
+            .map_or(String::new(), |d| d.message.clone());
+        let w = Diagnostic::warning(
+            crate::core::codes::smoke::STEP_SUMMARY_UNWRITABLE,
+            format!("the verdicts table was not added to the job summary: {why}"),
+        )
+        .with_hint(format!(
+            "check {STEP_SUMMARY_VAR}: GitHub Actions sets it to a writable file for each step"
+        ));
+        crate::core::diag::eprint_all(&[w], &mut std::io::stderr());
+    }
+}
+
 /// Print the verdicts, write JUnit, and turn them into the exit code (or the first failure).
 /// `extra` is merged into the `--json` document (build results of `envbuild image`); `row` is
 /// the table and lock to compare each image's torch with (`TABLE_MISMATCH`), when there is a
 /// lock.
 pub fn report(
     output: &super::Output,
+    command: &str,
     results: Vec<SmokeResult>,
     json: bool,
     junit: Option<&Path>,
@@ -55,6 +115,7 @@ pub fn report(
     row: Option<(&Table, &Lock)>,
 ) -> Result<i32, Failure> {
     let warnings = row.map_or_else(Vec::new, |(table, lock)| mismatches(&results, table, lock));
+    append_step_summary(command, &results, row.map(|(_, lock)| lock));
     if let Some(path) = junit {
         let suites: Vec<Suite<'_>> = results
             .iter()
@@ -98,9 +159,14 @@ pub fn report(
     let failed: Vec<crate::core::diag::Diagnostic> = results
         .iter()
         .filter_map(|r| match &r.outcome {
-            Ok(o) if !o.report.passed(o.exit_code) => Some(failed_diagnostic(&r.name, o)),
+            Ok(o) if !o.report.passed(o.exit_code) => Some(
+                crate::core::smoke::platform_mismatch(&o.report, &r.name)
+                    .into_iter()
+                    .chain([failed_diagnostic(&r.name, o)]),
+            ),
             _ => None,
         })
+        .flatten()
         .collect();
     crate::core::diag::eprint_all(&failed, &mut std::io::stderr());
     let mut first_failure = None;

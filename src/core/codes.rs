@@ -143,6 +143,8 @@ registry! {
         SMOKE_BAD_OUTPUT: Error, "The smoke test's output is not a schema-1 report.";
         INVALID_EXPECTATIONS: Error, "An `--expect-file` that is not a valid expectations document.";
         SMOKE_FAILED: Error, "The smoke test ran and a required check failed.";
+        STEP_SUMMARY_UNWRITABLE: Warning, "`GITHUB_STEP_SUMMARY` names a file the verdicts table could not be appended to.";
+        PLATFORM_MISMATCH: Error, "An image runs on another CPU architecture than its lock's platform (its smoke report says so).";
     }
     /// The Docker engine layer (`infra::docker::codes`).
     mod docker {

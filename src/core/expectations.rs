@@ -39,6 +39,7 @@ pub fn expectations_from_lock(lock: &Lock) -> Expectations {
         nccl: lock.nccl.clone(),
         arch_list,
         python: lock.packages.get("python").cloned(),
+        machine: crate::core::platform::machine(lock.platform).map(str::to_string),
         packages,
         // pip entries are Python distributions (importlib.metadata); conda entries are
         // `conda-meta` records, compared with their build too.

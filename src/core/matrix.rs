@@ -2,6 +2,7 @@
 //! GitHub Actions (`strategy.matrix`), GitLab CI (`parallel: matrix:`) or JSON. Performs no I/O.
 
 use crate::core::lock::Lock;
+use crate::core::spec::Platform;
 use serde::Serialize;
 
 /// One CI job: build and test one variant of one spec on one platform.
@@ -12,7 +13,13 @@ pub struct Entry {
     /// The spec's path as given (relative paths stay relative: CI checks out the same tree).
     pub spec: String,
     pub variant: String,
+    /// The lock's platform (`linux-64`, `linux-aarch64`).
     pub platform: String,
+    /// The Docker platform `envbuild image` builds it for (`linux/amd64`, `linux/arm64`).
+    pub docker_platform: String,
+    /// A GitHub-hosted runner that builds and runs it natively (`ubuntu-24.04`,
+    /// `ubuntu-24.04-arm`): a hint, for `runs-on` where no self-hosted runner is asked for.
+    pub runs_on: String,
     /// `yes` when the full smoke test needs a GPU runner (a CUDA build), else `no`.
     pub gpus: String,
     /// The content-addressed image tag `envbuild image` builds (`NAME:VARIANT-<hash12>`).
@@ -23,8 +30,16 @@ pub struct Entry {
     pub pushed: Option<String>,
 }
 
+/// The platforms `lock` builds images for, in its order: one today (`platform`); a fleet's
+/// lock lists one resolution per platform, and every function here takes a list.
+pub fn platforms(lock: &Lock) -> Vec<Platform> {
+    vec![lock.platform]
+}
+
 /// The entries of one spec whose lock is `lock` (hash `lock_hash`), for `variants` (empty: every
-/// variant the lock declares), in the lock's variant order.
+/// variant the lock declares) and `platforms` ([`platforms`] of the lock), in the lock's variant
+/// order, then the platforms' order.
+#[allow(clippy::too_many_arguments)]
 pub fn entries(
     label: &str,
     spec: &str,
@@ -32,30 +47,43 @@ pub fn entries(
     lock_hash: &str,
     image_name: &str,
     variants: &[&str],
+    platforms: &[Platform],
     repo: Option<&str>,
 ) -> Vec<Entry> {
-    let platform = lock.platform.as_str();
     let gpus = if lock.cuda.is_empty() || lock.cuda_variant.as_deref() == Some("cpu") {
         "no"
     } else {
         "yes"
     };
     let short = lock_hash.get(..12).unwrap_or(lock_hash);
-    lock.image
+    let mut out = Vec::new();
+    for variant in lock
+        .image
         .variants
         .iter()
         .map(|v| v.as_str())
         .filter(|v| variants.is_empty() || variants.contains(v))
-        .map(|variant| Entry {
-            name: format!("{label}-{variant}-{platform}"),
-            spec: spec.to_string(),
-            variant: variant.to_string(),
-            platform: platform.to_string(),
-            gpus: gpus.to_string(),
-            image: format!("{image_name}:{variant}-{short}"),
-            pushed: repo.map(|r| format!("{r}:{variant}-{short}")),
-        })
-        .collect()
+    {
+        for p in platforms {
+            let platform = p.as_str();
+            out.push(Entry {
+                name: format!("{label}-{variant}-{platform}"),
+                spec: spec.to_string(),
+                variant: variant.to_string(),
+                platform: platform.to_string(),
+                docker_platform: crate::core::platform::docker_platform(*p)
+                    .unwrap_or_default()
+                    .to_string(),
+                runs_on: crate::core::platform::runs_on(*p)
+                    .unwrap_or_default()
+                    .to_string(),
+                gpus: gpus.to_string(),
+                image: format!("{image_name}:{variant}-{short}"),
+                pushed: repo.map(|r| format!("{r}:{variant}-{short}")),
+            });
+        }
+    }
+    out
 }
 
 /// GitHub Actions: the object for `strategy.matrix: ${{ fromJSON(...) }}`, on one line (what a
@@ -77,6 +105,8 @@ pub fn gitlab(entries: &[Entry]) -> String {
             ("ENVBUILD_SPEC", &e.spec),
             ("ENVBUILD_VARIANT", &e.variant),
             ("ENVBUILD_PLATFORM", &e.platform),
+            ("ENVBUILD_DOCKER_PLATFORM", &e.docker_platform),
+            ("ENVBUILD_RUNS_ON", &e.runs_on),
             ("ENVBUILD_GPUS", &e.gpus),
             ("ENVBUILD_IMAGE", &e.image),
         ] {
@@ -99,10 +129,39 @@ mod tests {
             spec: "specs/a b/envbuild.toml".into(),
             variant: "runtime".into(),
             platform: "linux-64".into(),
+            docker_platform: "linux/amd64".into(),
+            runs_on: "ubuntu-24.04".into(),
             gpus: "yes".into(),
             image: "envbuild/a:runtime-0123456789ab".into(),
             pushed: None,
         }
+    }
+
+    #[test]
+    fn one_entry_per_variant_and_platform_with_its_docker_platform_and_runner() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let lock = Lock::from_toml(text).unwrap();
+        let both = [Platform::Linux64, Platform::LinuxAarch64];
+        let got = entries(
+            "t",
+            "s.toml",
+            &lock,
+            &"a".repeat(64),
+            "envbuild/t",
+            &[],
+            &both,
+            None,
+        );
+        let per_variant = lock.image.variants.len();
+        assert_eq!(got.len(), 2 * per_variant);
+        let arm = &got[1];
+        assert_eq!(arm.platform, "linux-aarch64");
+        assert_eq!(arm.docker_platform, "linux/arm64");
+        assert_eq!(arm.runs_on, "ubuntu-24.04-arm");
+        assert_eq!(arm.name, format!("t-{}-linux-aarch64", arm.variant));
+        assert_eq!(got[0].docker_platform, "linux/amd64");
+        assert_eq!(got[0].runs_on, "ubuntu-24.04");
+        assert_eq!(platforms(&lock), [Platform::Linux64]);
     }
 
     #[test]
@@ -119,5 +178,13 @@ mod tests {
         let text = gitlab(&[entry("a\"x")]);
         assert!(text.contains("ENVBUILD_NAME: \"a\\\"x\"\n"), "{text}");
         assert!(text.contains("ENVBUILD_GPUS: \"yes\"\n"), "{text}");
+        assert!(
+            text.contains("ENVBUILD_DOCKER_PLATFORM: \"linux/amd64\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ENVBUILD_RUNS_ON: \"ubuntu-24.04\"\n"),
+            "{text}"
+        );
     }
 }

@@ -47,6 +47,10 @@ pub struct Expectations {
     /// Python as `3.10` or `3.10.14`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,
+    /// The CPU architecture the lock's platform runs (`x86_64`, `aarch64`), compared with
+    /// `platform.machine()` (`PLATFORM_MISMATCH` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// Other packages whose installed version must match (`torchvision`, `numpy`, ...).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub packages: BTreeMap<String, String>,
@@ -402,6 +406,24 @@ pub fn with_hints(report: &SmokeReport, place: Place<'_>) -> SmokeReport {
         }
     }
     out
+}
+
+/// `PLATFORM_MISMATCH` when `report`'s `platform` check failed: the image named `image` runs on
+/// another CPU architecture than its lock's platform (the check's detail names both).
+pub fn platform_mismatch(report: &SmokeReport, image: &str) -> Option<Diagnostic> {
+    let check = report
+        .checks
+        .iter()
+        .find(|c| c.code == codes::PLATFORM_MISMATCH && c.status == Status::Fail)?;
+    Some(
+        Diagnostic::error(
+            codes::PLATFORM_MISMATCH,
+            format!("`{image}` is for another machine: {}", check.detail),
+        )
+        .with_hint(
+            "build the image for the lock's platform (`envbuild image` asks the engine for it;              a base the engine has only for another architecture is the usual cause), or lock              for the machine it runs on (`[target] platform`)",
+        ),
+    )
 }
 
 // ------------------------------------------------------------------ rendering

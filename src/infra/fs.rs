@@ -338,6 +338,18 @@ pub fn write_tree(out: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failur
     write_all_atomic(&joined)
 }
 
+/// Append `contents` to `path`, creating it if needed: a file others write to as well (a CI
+/// job summary), so it is never replaced.
+pub fn append(path: &Path, contents: &[u8]) -> Result<(), Failure> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(contents))
+        .map_err(|e| Failure::io(path, &e))
+}
+
 /// Write `contents` to `path` atomically: see [`write_all_atomic`].
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     write_all_atomic(&[(path.to_path_buf(), contents.to_vec())])

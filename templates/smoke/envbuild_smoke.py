@@ -172,7 +172,7 @@ def guarded(report, name, fn, *args, required=True):
 
 # ---------------------------------------------------------------- arguments and expectations
 
-EXPECT_STR_KEYS = ("torch", "cuda", "cudnn", "nccl", "python")
+EXPECT_STR_KEYS = ("torch", "cuda", "cudnn", "nccl", "python", "machine")
 
 
 def parse_args(argv):
@@ -497,6 +497,23 @@ def check_python(report, expect):
     report.env["platform"] = platform.platform()
     compare_version(report, "python", "Python", actual, expect.get("python"),
                     soft=unconfirmed(expect, "python"))
+
+
+def check_platform(report, expect):
+    # The CPU architecture the kernel runs this interpreter on (an arm64 image on an x86_64 host
+    # under emulation says aarch64 too): an image for another machine than the lock's cannot
+    # start where the lock is meant to run.
+    machine = platform.machine()
+    report.env["machine"] = machine
+    want = expect.get("machine")
+    if want is None:
+        return
+    if machine == want:
+        report.ok("platform", "CPU architecture %s, as locked" % machine)
+    else:
+        report.add("platform", "fail", "PLATFORM_MISMATCH",
+                   "the image runs on %s, the lock is for %s" % (machine or "an unknown machine",
+                                                                 want))
 
 
 def import_torch(report):
@@ -1515,6 +1532,7 @@ def run_checks(report, opts, expect):
     # The day of the run (UTC): `envbuild table learn` dates what it learns from this report.
     report.env["date"] = time.strftime("%Y-%m-%d", time.gmtime())
     guarded(report, "python", check_python, report, expect)
+    guarded(report, "platform", check_platform, report, expect)
     guarded(report, "shm", check_shm, report, expect)
     torch = import_torch(report)
     if torch is None:

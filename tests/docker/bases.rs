@@ -123,6 +123,7 @@ fn proxy_build_args_reach_run_steps_and_stay_out_of_the_image() {
         rebuild: true,
         build_args,
         cache: Default::default(),
+        platform: None,
     };
     let built = d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

@@ -97,6 +97,7 @@ fn bench_noop_image_vs_docker_build() {
         lock_hash: support::fake_lock_hash("bench-v1"),
         content_sha256: None,
         lock_summary: "{}".into(),
+        platform: None,
     };
     let cache = tempfile::tempdir().unwrap();
     let opts = ImageOptions {

@@ -176,6 +176,7 @@ fn fake_torch_with_host_ca(d: &support::Docker) -> String {
         rebuild: false,
         build_args: Default::default(),
         cache: Default::default(),
+        platform: None,
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));

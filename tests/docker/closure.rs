@@ -60,6 +60,7 @@ fn build_image(
         rebuild: false,
         build_args: Default::default(),
         cache: Default::default(),
+        platform: None,
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

@@ -108,6 +108,7 @@ fn build(
         rebuild: false,
         build_args: Default::default(),
         cache: Default::default(),
+        platform: None,
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

@@ -93,6 +93,7 @@ pub(crate) fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> R
         lock_hash: support::fake_lock_hash(lock_seed),
         content_sha256: None,
         lock_summary: r#"{"test":true}"#.into(),
+        platform: None,
     }
 }
 

@@ -841,6 +841,7 @@ fn fake_cuda_torch_on(d: &Docker, base: &str, name: &str) -> String {
         rebuild: false,
         build_args: BTreeMap::new(),
         cache: Default::default(),
+        platform: None,
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));
@@ -855,4 +856,135 @@ pub fn spec_on_base(name: &str, base: &str) -> String {
          gpus = [\"A100\"]\n\n[image]\nbase = \"{base}\"\nbase-provides = [\"torch\"]\n\
          variants = [\"runtime\"]\n"
     )
+}
+
+/// Whether this machine runs arm64 binaries: `qemu-aarch64` registered with binfmt_misc
+/// (`.ci/qemu-up.sh` installs qemu-user-static and registers it).
+pub fn arm64_emulation(test: &str) -> bool {
+    let reg = Path::new("/proc/sys/fs/binfmt_misc/qemu-aarch64");
+    let enabled = std::fs::read_to_string(reg).is_ok_and(|t| t.starts_with("enabled"));
+    if !enabled {
+        skip_or_fail(
+            test,
+            "arm64 binaries do not run here: qemu-aarch64 is not registered with binfmt_misc \
+             (run `bash .ci/qemu-up.sh` as root: it installs qemu-user-static and registers it)",
+        );
+    }
+    enabled
+}
+
+/// The arm64 Debian packages of [`arm64_python_image`]: Python with venv and pip (ensurepip),
+/// a shell, `useradd`, the CA certificates.
+const ARM64_PACKAGES: &str =
+    "dash,bash,coreutils,grep,sed,findutils,base-files,base-passwd,passwd,login,python3,python3-venv,ca-certificates";
+/// What `--variant=extract` leaves to the maintainer scripts it does not run: the account
+/// files (base-passwd's), the mount points, a world-writable /tmp; and Debian's PEP 668 marker
+/// goes, as for the x86_64 test base.
+const ARM64_HOOK: &str = "cp \"$1\"/usr/share/base-passwd/passwd.master \"$1\"/etc/passwd; \
+     cp \"$1\"/usr/share/base-passwd/group.master \"$1\"/etc/group; \
+     mkdir -p \"$1\"/tmp \"$1\"/proc \"$1\"/sys \"$1\"/dev; chmod 1777 \"$1\"/tmp; \
+     rm -f \"$1\"/usr/lib/python3*/EXTERNALLY-MANAGED";
+const ARM64_RECIPE: &str = "mmdebstrap v1 --variant=extract --arch=arm64 bookworm (machine apt \
+     sources), SOURCE_DATE_EPOCH=0; docker-archive, architecture arm64";
+
+/// A Debian 12 arm64 base with Python, made here without emulation: `mmdebstrap
+/// --variant=extract --arch=arm64` only unpacks the packages (no maintainer script runs, so
+/// nothing is emulated: seconds, where a `minbase` arm64 bootstrap runs every package's scripts
+/// under qemu), then `docker load` of a docker-archive whose config says `"architecture":
+/// "arm64"` (`docker import` would record the engine's amd64). Both tars are cached under
+/// [`cache_dir`]; the image is tagged by its recipe.
+pub fn arm64_python_image(d: &Docker) -> String {
+    let tag = sha12(&[
+        ARM64_RECIPE.as_bytes(),
+        ARM64_PACKAGES.as_bytes(),
+        ARM64_HOOK.as_bytes(),
+    ]);
+    let name = format!("envbuild-test/debian-arm64-python:{tag}");
+    if d.block_on(images::inspect(&d.engine, &name))
+        .expect("inspect")
+        .is_some()
+    {
+        return name;
+    }
+    let archive = cache_dir().join(format!("debian-arm64-python-{tag}.docker.tar"));
+    if !archive.is_file() {
+        let rootfs = cache_dir().join(format!("debian-arm64-python-{tag}.rootfs.tar"));
+        if !rootfs.is_file() {
+            need_tool("mmdebstrap", "mmdebstrap");
+            let tmp = cache_dir().join(format!("debian-arm64-python-{tag}.partial.tar"));
+            let _ = std::fs::remove_file(&tmp);
+            let status = Command::new("mmdebstrap")
+                .args([
+                    "--quiet",
+                    "--variant=extract",
+                    "--arch=arm64",
+                    "--format=tar",
+                    &format!("--include={ARM64_PACKAGES}"),
+                    &format!("--customize-hook={ARM64_HOOK}"),
+                    "bookworm",
+                ])
+                .arg(&tmp)
+                .env("SOURCE_DATE_EPOCH", "0")
+                .status();
+            match status {
+                Ok(s) if s.success() => std::fs::rename(&tmp, &rootfs).expect("rename"),
+                other => panic!(
+                    "mmdebstrap --arch=arm64 failed ({other:?}); install it (`apt-get install -y \
+                     mmdebstrap`, done by .ci/qemu-up.sh)"
+                ),
+            }
+        }
+        let layer = std::fs::read(&rootfs).expect("read the arm64 rootfs");
+        let tar = docker_archive(&layer, "arm64", &name);
+        std::fs::write(&archive, tar).expect("write the arm64 docker archive");
+    }
+    let out = Command::new("docker")
+        .arg("load")
+        .arg("--input")
+        .arg(&archive)
+        .output()
+        .expect("the docker CLI");
+    assert!(out.status.success(), "docker load of {name}: {out:?}");
+    name
+}
+
+/// A `docker save`-format archive of one image: `layer` (a rootfs tar) as its only layer, its
+/// config saying `architecture`, tagged `name`. `docker load` keeps the architecture.
+pub fn docker_archive(layer: &[u8], architecture: &str, name: &str) -> Vec<u8> {
+    let diff_id = hex(&Sha256::digest(layer));
+    let config = serde_json::json!({
+        "architecture": architecture,
+        "os": "linux",
+        "created": "1970-01-01T00:00:00Z",
+        "config": {
+            "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
+            "Cmd": ["/bin/sh"],
+        },
+        "rootfs": {"type": "layers", "diff_ids": [format!("sha256:{diff_id}")]},
+        "history": [{"created": "1970-01-01T00:00:00Z", "created_by": ARM64_RECIPE}],
+    });
+    let config_bytes = serde_json::to_vec(&config).expect("config json");
+    let config_name = format!("{}.json", hex(&Sha256::digest(&config_bytes)));
+    let layer_name = format!("{diff_id}/layer.tar");
+    let manifest = serde_json::json!([{
+        "Config": config_name,
+        "RepoTags": [name],
+        "Layers": [layer_name],
+    }]);
+    let mut out = tar::Builder::new(Vec::new());
+    let mut add = |path: &str, bytes: &[u8]| {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(bytes.len() as u64);
+        h.set_mode(0o644);
+        h.set_mtime(0);
+        h.set_cksum();
+        out.append_data(&mut h, path, bytes).expect("tar entry");
+    };
+    add(&layer_name, layer);
+    add(&config_name, &config_bytes);
+    add(
+        "manifest.json",
+        &serde_json::to_vec(&manifest).expect("manifest json"),
+    );
+    out.into_inner().expect("tar")
 }

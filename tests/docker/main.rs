@@ -39,6 +39,8 @@ use envbuild_test_support as support;
 // Reaching the engine (skip outside CI, fail in CI) and base images made from Debian's packages.
 mod engine_support;
 
+// Images for the lock's platform under emulation: an arm64 image, PLATFORM_MISMATCH.
+mod arm64;
 // Any base a user names builds or is refused with a reason.
 mod bases;
 // The `envbuild image` benchmark (bench/image.sh; opt-in).
@@ -151,6 +153,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// it fails the run by name.
 fn no_test_attributes() {
     let files = [
+        ("arm64.rs", include_str!("arm64.rs")),
         ("bases.rs", include_str!("bases.rs")),
         ("docker.rs", include_str!("docker.rs")),
         ("bench.rs", include_str!("bench.rs")),
@@ -195,6 +198,7 @@ fn main() {
             a_skip_is_ignored_with_its_reason_and_fails_in_ci,
         ),
     ];
+    all.extend(arm64::trials());
     all.extend(bases::trials());
     all.extend(docker::trials());
     all.extend(bench::trials());

@@ -8,7 +8,9 @@ use super::progress::{Display, ProgressMode};
 use super::{options, run_json};
 use crate::app::image_many::{self, Job, JobOutcome, JobResult, Prepared, Schedule};
 use crate::cli::ImageArgs;
-use crate::commands::verdicts::{error_suite, failed_diagnostic, mismatches, smoke_json};
+use crate::commands::verdicts::{
+    append_step_summary, error_suite, failed_diagnostic, mismatches, smoke_json,
+};
 use crate::commands::{eprint_diagnostics, Output};
 use crate::core::compat::Table;
 use crate::core::diag::{exit, Diagnostic, Failure};
@@ -424,6 +426,11 @@ fn report_failures(table: &Table, jobs: &[Job], results: &[JobResult]) {
                     Err(f) => f.diagnostics.first().cloned(),
                     _ => None,
                 }));
+                d.extend(run.smokes.iter().filter_map(|s| match &s.outcome {
+                    Ok(o) => crate::core::smoke::platform_mismatch(&o.report, &s.name),
+                    Err(_) => None,
+                }));
+                append_step_summary(&format!("image {}", job.label), &run.smokes, Some(&p.lock));
                 d
             }
             _ => Vec::new(),

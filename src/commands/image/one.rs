@@ -79,7 +79,7 @@ fn report_run(
     row: (&crate::core::compat::Table, &crate::core::lock::Lock),
 ) -> Result<i32, Failure> {
     let extra = run_json(rendered, &result);
-    report(o, result.smokes, json, junit, extra, Some(row))
+    report(o, "image", result.smokes, json, junit, extra, Some(row))
 }
 
 /// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).

@@ -29,6 +29,9 @@ pub(super) async fn stream(
     if !req.target.is_empty() {
         opts = opts.target(&req.target);
     }
+    if let Some(platform) = &req.platform {
+        opts = opts.platform(platform);
+    }
     if !req.build_args.is_empty() {
         let args: std::collections::HashMap<&str, &str> = req
             .build_args

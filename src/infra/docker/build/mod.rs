@@ -57,6 +57,9 @@ pub struct BuildRequest {
     pub build_args: BTreeMap<String, String>,
     /// The registry build cache (BuildKit only).
     pub cache: RegistryCache,
+    /// The Docker platform to build for (`linux/arm64`, `core::platform::docker_platform`),
+    /// sent to either builder as the Engine API's `platform`; `None`: the engine's own.
+    pub platform: Option<String>,
 }
 
 /// A registry build cache: images whose inline cache BuildKit reads (`cachefrom`), and whether
@@ -623,6 +626,7 @@ mod tests {
             rebuild: false,
             build_args: BTreeMap::new(),
             cache: Default::default(),
+            platform: None,
         };
         assert_eq!(req.primary_tag(), "myenv:runtime-0123456789ab");
         assert_eq!(req.labels()[LABEL_VARIANT], "runtime");
