@@ -110,6 +110,15 @@ fn platforms(spec: &Spec, rows: &[(&String, Option<&GpuRow>)]) -> Vec<Platform> 
     out
 }
 
+/// A GPU as the spec wrote it, with the table's name when that differs (`Orin (Jetson Orin)`).
+fn named(input: &str, row: &GpuRow) -> String {
+    if input == row.name {
+        input.to_string()
+    } else {
+        format!("{input} ({})", row.name)
+    }
+}
+
 /// The names of a list of platforms, for a message: `linux-64` or `linux-64, win-64`.
 fn names(ps: &[Platform]) -> String {
     ps.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(", ")
@@ -131,8 +140,8 @@ fn conflict(spec: &Spec, table: &Table, input: &str, row: &GpuRow) -> Diagnostic
         PLATFORM_CONFLICT,
         key,
         format!(
-            "{input} ({}) comes in {} machines only, but [target] {} is {}",
-            row.name,
+            "{} comes in {} machines only, but [target] {} is {}",
+            named(input, row),
             arches.join(" and "),
             key.trim_start_matches("target."),
             names(&given)
@@ -143,7 +152,14 @@ fn conflict(spec: &Spec, table: &Table, input: &str, row: &GpuRow) -> Diagnostic
     alone.target.platform = usual;
     alone.target.platforms = Vec::new();
     alone.target.platform_given = true;
-    if super::locks(&alone, table) {
+    // Proven only where no GPU of the spec conflicts with that platform too (the proof would
+    // otherwise come back here, for the other GPU, without end).
+    let all_fit = spec.target.gpus.iter().all(|g| {
+        table.find_gpu(g).and_then(|m| m.row).is_none_or(|r| {
+            !r.jetpack && (r.cpu_arch.is_empty() || r.cpu_arch.contains(&row.cpu_arch[0]))
+        })
+    });
+    if all_fit && super::locks(&alone, table) {
         let mut fleet = given.clone();
         fleet.push(usual);
         fleet.sort();
@@ -168,8 +184,8 @@ fn jetpack(input: &str, row: &GpuRow) -> Diagnostic {
         JETPACK_ONLY,
         "target.gpus",
         format!(
-            "{input} ({}) runs NVIDIA's JetPack (L4T) builds of torch, not the server wheels envbuild locks (PyPI, the PyTorch index, conda-forge)",
-            row.name
+            "{} runs NVIDIA's JetPack (L4T) builds of torch, not the server wheels envbuild locks (PyPI, the PyTorch index, conda-forge)",
+            named(input, row)
         ),
     )
     .with_hint(

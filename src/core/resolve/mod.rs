@@ -98,7 +98,8 @@ fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resol
     if let [one] = members.as_slice() {
         return run_one(&one.spec(spec), table, spec_sha256, with_hints);
     }
-    let mut diagnostics = Vec::new();
+    // A diagnostic every platform gives alike is said once, naming each platform it concerns.
+    let mut said: Vec<(Vec<&str>, Diagnostic)> = Vec::new();
     let mut locks = Vec::new();
     for m in &members {
         let r = run_one(&m.spec(spec), table, spec_sha256, with_hints);
@@ -108,12 +109,21 @@ fn run(spec: &Spec, table: &Table, spec_sha256: &str, with_hints: bool) -> Resol
             .diagnostics
             .into_iter()
             .filter(|d| !(gpus_given && d.code == codes::NO_TARGET_GPUS));
-        diagnostics.extend(own.map(|mut d| {
-            d.message = format!("{}: {}", m.platform.as_str(), d.message);
-            d
-        }));
+        for d in own {
+            match said.iter_mut().find(|(_, e)| *e == d) {
+                Some((platforms, _)) => platforms.push(m.platform.as_str()),
+                None => said.push((vec![m.platform.as_str()], d)),
+            }
+        }
         locks.push(r.lock);
     }
+    let diagnostics: Vec<Diagnostic> = said
+        .into_iter()
+        .map(|(platforms, mut d)| {
+            d.message = format!("{}: {}", platforms.join(", "), d.message);
+            d
+        })
+        .collect();
     let lock = if diagnostics.iter().any(Diagnostic::is_error) {
         None
     } else {

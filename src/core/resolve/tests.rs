@@ -1058,3 +1058,29 @@ fn an_aarch64_wheel_s_own_python_list_is_enforced() {
     ));
     assert!(!r.has_errors(), "{:#?}", r.diagnostics);
 }
+
+#[test]
+fn gpus_of_no_common_machine_conflict_without_a_hint_that_cannot_lock() {
+    // GH200 (aarch64 only) and an RTX 5090 (x86_64 only) on one platform: no platform holds
+    // both, so the hint names no platform (and proving one never loops).
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\nplatform = \"linux-64\"\ngpus = [\"GH200\", \"RTX 5090\"]",
+    ));
+    let d = find(&r, codes::PLATFORM_CONFLICT);
+    assert!(
+        !d.hint
+            .as_deref()
+            .unwrap()
+            .contains("make [target] platform"),
+        "{:?}",
+        d.hint
+    );
+    // Without a platform the two give a fleet of both.
+    let r = resolve_toml(&spec(
+        PYPI214,
+        "driver = \"580.126.20\"\ngpus = [\"GH200\", \"RTX 5090\"]",
+    ));
+    assert!(!r.has_errors(), "{:#?}", r.diagnostics);
+    assert_eq!(r.lock.unwrap().fleet.len(), 1);
+}
