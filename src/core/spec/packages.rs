@@ -280,15 +280,15 @@ fn without_hash_fragment(line: &str) -> &str {
 /// reported after both lists were parsed. Ranges are taken: a closure lock pins them, a
 /// table-level lock carries them as written (`RANGE_NOT_LOCKED`).
 pub(super) fn packages(cx: &mut Ctx, raw: &RawSpec) -> (Vec<CondaPkg>, Vec<PipPkg>) {
-    let mut conda = conda_list(cx, &raw.conda, true);
-    let mut pip = pip_list(cx, &raw.pip, true);
+    let mut conda = conda_list(cx, &raw.conda);
+    let mut pip = pip_list(cx, &raw.pip);
     check_managed_and_duplicates(cx, &conda, &pip);
     conda.sort();
     pip.sort();
     (conda, pip)
 }
 
-fn conda_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<CondaPkg> {
+fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
     let mut conda = Vec::new();
     for p in lines {
         if !range_like(p) && !cx.safe("conda", p) {
@@ -296,7 +296,7 @@ fn conda_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<CondaPkg> {
         }
         match parse_conda_pkg(p) {
             PkgParse::Ok(pkg) => conda.push(pkg),
-            PkgParse::Unpinned { .. } if ranges && conda_range(p).is_some() => {
+            PkgParse::Unpinned { .. } if conda_range(p).is_some() => {
                 conda.extend(conda_range(p));
             }
             PkgParse::Unpinned { name, why } => cx.err(
@@ -311,7 +311,7 @@ fn conda_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<CondaPkg> {
     conda
 }
 
-fn pip_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<PipPkg> {
+fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
         if let Some(b) = bare_reference(p) {
@@ -330,7 +330,7 @@ fn pip_list(cx: &mut Ctx, lines: &[String], ranges: bool) -> Vec<PipPkg> {
         }
         match parse_pip_pkg(p) {
             PkgParse::Ok(pkg) => pip.push(pkg),
-            PkgParse::Unpinned { .. } if ranges && pip_range(p).is_some() => {
+            PkgParse::Unpinned { .. } if pip_range(p).is_some() => {
                 pip.extend(pip_range(p));
             }
             PkgParse::Unpinned { name, why } => cx.err(
