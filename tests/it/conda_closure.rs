@@ -550,6 +550,77 @@ fn the_cuda_build_needs_cuda_in_the_targets_virtual_packages() {
     assert_eq!(build(None), ("py3.11_cpu_0".to_string(), false));
 }
 
+/// A linux-aarch64 target solves against the channels' linux-aarch64 and noarch subdirs only,
+/// with its own virtual packages: `__archspec` aarch64 (an x86_64-only build is not taken),
+/// `__glibc` and, with a driver, `__cuda` (the CUDA build; none without).
+#[test]
+fn a_linux_aarch64_target_solves_its_own_subdir_with_its_virtual_packages() {
+    use envbuild::core::closure::conda::{virtual_packages, CondaInputs};
+    use envbuild::core::spec::Platform;
+    let ch = tempdir();
+    add_packages(
+        ch.path(),
+        r#"[
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"python","version":"3.12.8","build":"h0_0_cpython","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cuda_h0_0","build_number":1,"depends":["__cuda >=12","__glibc >=2.28","python >=3.12,<3.13.0a0"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.12,<3.13.0a0"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"simd-like","version":"2.0","build":"x86_h0_0","build_number":1,"depends":["__archspec 1 x86_64"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"simd-like","version":"2.0","build":"arm_h0_0","depends":["__archspec 1 aarch64"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.12.9","build":"h0_0_cpython","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"noarch","name":"tqdm","version":"4.67.1","build":"pyhd8ed1ab_0","noarch":"python","depends":["python >=3.7"]}
+]"#,
+    );
+    let server = Server::start(ch.path());
+    let glibc = envbuild::core::version::Version::parse("2.34").unwrap();
+    let inputs = |cuda: Option<&str>| CondaInputs {
+        specs: ["python=3.12", "faiss-like>=1", "simd-like", "tqdm"]
+            .map(String::from)
+            .to_vec(),
+        channels: vec![format!("{}/conda-forge", server.url)],
+        subdirs: vec!["linux-aarch64".into(), "noarch".into()],
+        virtual_packages: virtual_packages(Platform::LinuxAarch64, &glibc, cuda),
+    };
+    let solve = |cuda: Option<&str>| {
+        let solved =
+            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[]).unwrap();
+        solved
+            .into_iter()
+            .map(|s| (s.name, s.version, s.build, s.subdir))
+            .collect::<Vec<_>>()
+    };
+    let gpu = solve(Some("12.8"));
+    let find = |all: &[(String, String, String, String)], name: &str| {
+        all.iter()
+            .find(|s| s.0 == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not in {all:?}"))
+    };
+    assert_eq!(
+        find(&gpu, "python").1,
+        "3.12.8",
+        "linux-64's 3.12.9 is not seen"
+    );
+    assert_eq!(find(&gpu, "python").3, "linux-aarch64");
+    assert_eq!(find(&gpu, "faiss-like").2, "cuda_h0_0");
+    assert_eq!(find(&gpu, "simd-like").2, "arm_h0_0", "__archspec aarch64");
+    assert_eq!(find(&gpu, "tqdm").3, "noarch");
+    let cpu = solve(None);
+    assert_eq!(find(&cpu, "faiss-like").2, "cpu_h0_0");
+    // Only the target's subdir and noarch were read.
+    let asked: Vec<String> = server
+        .paths()
+        .into_iter()
+        .filter(|p| p.ends_with("/repodata.json"))
+        .collect();
+    assert!(!asked.is_empty());
+    assert!(
+        asked
+            .iter()
+            .all(|p| p.contains("/linux-aarch64/") || p.contains("/noarch/")),
+        "{asked:?}"
+    );
+}
+
 /// A stand-in HTTPS proxy on 127.0.0.1: records each request head it receives (the CONNECT line
 /// and its headers) and refuses the tunnel with 403, so the test needs no TLS server.
 fn refusing_proxy() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
