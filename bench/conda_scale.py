@@ -98,8 +98,18 @@ try:
     with open(os.path.join(ROOT, "specs/conda-forge-torch210/envbuild.toml")) as f:
         spec = f.read()
     with open(os.path.join(spec_dir, "envbuild.toml"), "w") as f:
-        f.write(spec + "\n[lock]\nclosure = true\nbase-digest = false\n")
-    env = dict(os.environ, ENVBUILD_CONDA_CHANNEL_ALIAS="file://" + work)
+        # The example ships `[lock] closure = false` (no channel answers where it was locked):
+        # the bench turns the closure on.
+        lock = "[lock]\nclosure = true\nbase-digest = false\n"
+        if "\n[lock]\n" in spec:
+            head, _, rest = spec.partition("\n[lock]\n")
+            rest = "\n".join(l for l in rest.splitlines()
+                              if not l.startswith(("closure", "base-digest")))
+            f.write(head + "\n" + lock + rest + "\n")
+        else:
+            f.write(spec + "\n" + lock)
+    env = dict(os.environ, ENVBUILD_CONDA_CHANNEL_ALIAS="file://" + work,
+               ENVBUILD_CACHE_DIR=os.path.join(work, "cache"))
 
     def run(args):
         t = time.monotonic()

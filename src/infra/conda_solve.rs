@@ -1,18 +1,22 @@
-//! The closure resolver (conda side): fetches each channel's `repodata.json` for the target's
-//! subdirs (`https://`, `http://` or `file://`) and solves the lock's match specs in
-//! process with rattler's resolvo solver (the one pixi uses), against the target's virtual
-//! packages and in strict channel priority. An https channel is reached through the proxy
-//! `HTTPS_PROXY` (or `ALL_PROXY`) names unless `NO_PROXY` exempts its host, as curl and pip do.
-//! Performs network and file I/O, and reads those environment variables.
+//! The closure resolver (conda side): reads each channel's repodata for the target's subdirs
+//! (`https://`, `http://` or `file://`) through rattler's repodata gateway, with a cache under
+//! envbuild's cache dir, and solves the lock's match specs in process with rattler's resolvo
+//! solver (the one pixi uses), against the target's virtual packages and in strict channel
+//! priority. An https channel is reached through the proxy `HTTPS_PROXY` (or `ALL_PROXY`)
+//! names unless `NO_PROXY` exempts its host, as curl and pip do. Performs network and file
+//! I/O, and reads those environment variables.
 
 use crate::core::closure::codes::CLOSURE_RESOLVE_FAILED;
 use crate::core::closure::conda::{split_channel, CondaInputs, Solved, DEFAULT_CHANNEL_ALIAS};
 use crate::core::diag::{Diagnostic, Failure};
 use rattler_conda_types::{
-    Channel, GenericVirtualPackage, MatchSpec, PackageName, ParseStrictness, RepoData,
-    RepoDataRecord, Version,
+    Channel, GenericVirtualPackage, MatchSpec, PackageName, ParseStrictness, RepoDataRecord,
+    Subdir, Version,
 };
+use rattler_repodata_gateway::{ChannelRelationsMode, Gateway, GatewayError};
 use rattler_solve::{SolveError, SolverImpl, SolverTask};
+use std::future::IntoFuture;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,14 +26,11 @@ use url::Url;
 /// (a mirror; a test's own channel server).
 pub const ALIAS_ENV: &str = "ENVBUILD_CONDA_CHANNEL_ALIAS";
 
-/// How long one repodata.json may take to arrive (conda-forge's linux-64 is large).
+/// How long the channels' repodata may take to arrive (conda-forge's linux-64 is large).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// How long the solver may search.
 pub const SOLVE_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The largest repodata.json read (conda-forge's linux-64 is a few hundred MB uncompressed).
-const MAX_REPODATA: usize = 2 << 30;
 
 /// The channel alias: `ENVBUILD_CONDA_CHANNEL_ALIAS`, else conda's default. It ends up in
 /// the lock's URLs (and from there in rendered files), so only a plain URL without credentials
@@ -72,218 +73,206 @@ const PROXY_HINT: &str = "check the proxy that HTTPS_PROXY (or ALL_PROXY) names,
 
 const REACH_HINT: &str = "check that the channel answers from this machine (`ENVBUILD_CONDA_CHANNEL_ALIAS` points channel names at a mirror)";
 
-/// The channel's records for every subdir, in the inputs' channel and subdir order. Every
-/// repodata.json is fetched at once (a solve over conda-forge, nvidia and pytorch waits for the
-/// slowest download, not their sum); each is parsed in turn.
+/// The channel's records for every subdir, in the inputs' channel and subdir order, read by
+/// rattler's repodata gateway (pixi's): only the records of the names the specs reach, through
+/// their dependencies, are parsed; a `file://` channel is read lazily in place; an http(s)
+/// channel's repodata (sharded where it is served, else zstd, bz2 or gzip) is kept under
+/// envbuild's cache dir and revalidated by its ETag, so a warm solve downloads only what
+/// changed.
 fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Failure::bug(format!("cannot start the async runtime: {e}")))?;
+    let proxies = Matcher::from_env();
     let client = client()?;
-    let urls: Vec<String> = inputs
-        .channels
-        .iter()
-        .flat_map(|ch| {
-            inputs
-                .subdirs
-                .iter()
-                .map(move |sub| format!("{ch}/{sub}/repodata.json"))
-        })
-        .collect();
-    let bodies = rt.block_on(futures_util::future::join_all(
-        urls.iter().map(|url| fetch(&client, url)),
-    ));
-    let mut bodies = urls.iter().zip(bodies);
-    let mut out = Vec::new();
+    let mut channels = Vec::new();
     for ch in &inputs.channels {
         let base = Url::parse(&format!("{ch}/"))
             .map_err(|e| failed(format!("channel URL `{ch}`: {e}"), REACH_HINT))?;
-        let channel = Channel::from_url(base.clone());
-        let mut found = false;
-        for (url, body) in bodies.by_ref().take(inputs.subdirs.len()) {
-            let Some(bytes) = body? else {
-                out.push(Vec::new());
-                continue;
-            };
-            found = true;
-            let repodata: RepoData = serde_json::from_slice(&bytes).map_err(|e| {
-                failed(
-                    format!("{url} does not parse as repodata.json: {e}"),
-                    REACH_HINT,
-                )
-            })?;
-            // The solver matches a `channel::` spec by the channel's canonical (redacted) name:
-            // records carry the same, so a token channel's specs find its records.
-            let name = channel.canonical_name();
-            let mut records = repodata.into_repo_data_records(&channel);
-            for r in &mut records {
-                r.channel = Some(name.clone());
-            }
-            out.push(records);
-        }
-        if !found {
+        channels.push(Channel::from_url(base));
+    }
+    let subdirs = inputs
+        .subdirs
+        .iter()
+        .map(|s| Subdir::from_str(s).map_err(|e| Failure::bug(format!("conda subdir `{s}`: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let names = inputs
+        .specs
+        .iter()
+        .map(|s| split_channel(s).1)
+        .map(|s| MatchSpec::from_str(s, ParseStrictness::Lenient))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::bug(format!("a conda spec: {e}")))?;
+    let gateway = Gateway::builder()
+        .with_client(client)
+        .with_cache_dir(cache_dir())
+        .finish();
+    let query = gateway
+        .query(channels.clone(), subdirs, names)
+        .recursive(true)
+        .channel_relations(ChannelRelationsMode::Disabled);
+    let answer =
+        rt.block_on(async { tokio::time::timeout(FETCH_TIMEOUT, query.into_future()).await });
+    let output = match answer {
+        Err(_) => {
             return Err(failed(
                 format!(
-                    "channel {ch} has no repodata.json for {}",
-                    inputs.subdirs.join(" or ")
+                    "the repodata of {} did not arrive within {} s",
+                    inputs.channels.join(", "),
+                    FETCH_TIMEOUT.as_secs()
                 ),
                 REACH_HINT,
-            ));
+            ))
         }
+        Ok(Err(e)) => return Err(gateway_failed(&e, inputs, &proxies)),
+        Ok(Ok(o)) => o,
+    };
+    // The solver matches a `channel::` spec by the channel's canonical (redacted) name: records
+    // carry the same, so a token channel's specs find its records.
+    let mut out = Vec::new();
+    for (i, repodata) in output.repodata.iter().enumerate() {
+        let name = channels[i / inputs.subdirs.len().max(1)].canonical_name();
+        out.push(
+            repodata
+                .iter()
+                .map(|r| {
+                    let mut r = r.clone();
+                    r.channel = Some(name.clone());
+                    r
+                })
+                .collect(),
+        );
     }
     Ok(out)
 }
 
-use hyper_util::client::legacy::connect::proxy::Tunnel;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::proxy::matcher::Matcher;
-
-type Body = http_body_util::Empty<bytes::Bytes>;
-type Direct = hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<HttpConnector>, Body>;
-type Proxied =
-    hyper_util::client::legacy::Client<hyper_rustls::HttpsConnector<Tunnel<HttpConnector>>, Body>;
-
-/// The HTTP clients of one resolution: direct, and the proxy rules of the environment.
-struct Client {
-    direct: Direct,
-    proxies: Matcher,
+/// Where the gateway keeps channels' repodata: `conda-repodata` under envbuild's cache dir
+/// (`ENVBUILD_CACHE_DIR`, `$XDG_CACHE_HOME/envbuild` or `~/.cache/envbuild`).
+pub fn cache_dir() -> PathBuf {
+    crate::infra::verdict_cache::default_dir()
+        .unwrap_or_else(|| std::env::temp_dir().join("envbuild"))
+        .join("conda-repodata")
 }
 
-fn tls(
-) -> Result<hyper_rustls::HttpsConnectorBuilder<hyper_rustls::builderstates::WantsSchemes>, Failure>
-{
-    hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
+/// A gateway error as envbuild reports it: the channels it was reading, the proxy that was
+/// asked (host and port, never credentials), and the error's causes.
+fn gateway_failed(e: &GatewayError, inputs: &CondaInputs, proxies: &Matcher) -> Failure {
+    if let GatewayError::SubdirNotFoundError(nf) = e {
+        return failed(
+            format!(
+                "channel {} has no repodata.json for {}",
+                nf.channel.base_url.as_str().trim_end_matches('/'),
+                nf.subdir
+            ),
+            REACH_HINT,
+        );
+    }
+    let proxy = inputs.channels.iter().find_map(|ch| {
+        let uri: http::Uri = ch.parse().ok()?;
+        if uri.scheme_str() != Some("https") {
+            return None;
+        }
+        let p = proxies.intercept(&uri)?;
+        Some(format!(
+            "{}:{}",
+            p.uri().host().unwrap_or("?"),
+            p.uri().port_u16().unwrap_or(80)
+        ))
+    });
+    let what = format!(
+        "{} for the {} repodata",
+        inputs.channels.join(", "),
+        inputs.subdirs.join(" and ")
+    );
+    match proxy {
+        Some(p) => failed(
+            format!("cannot reach {what} through the proxy {p}: {}", chain(e)),
+            PROXY_HINT,
+        ),
+        None => failed(format!("cannot reach {what}: {}", chain(e)), REACH_HINT),
+    }
+}
+
+use hyper_util::client::proxy::matcher::Matcher;
+
+/// The gateway's HTTP client: rustls (ring) trusting this machine's CA certificates, where
+/// `SSL_CERT_FILE` / `SSL_CERT_DIR` name them as for envbuild's other HTTP, and the proxy rules
+/// of the environment. Only https is proxied: a CONNECT to a plain-http port is refused by
+/// common proxies, and http channels are for mirrors on the local network.
+fn client() -> Result<reqwest::Client, Failure> {
+    let certs = rustls_native_certs::load_native_certs();
+    let mut roots = rustls::RootCertStore::empty();
+    let (added, _) = roots.add_parsable_certificates(certs.certs);
+    if added == 0 {
+        let why = certs
+            .errors
+            .first()
+            .map_or("none found".to_string(), |e| e.to_string());
+        return Err(failed(
+            format!("cannot load this machine's CA certificates: {why}"),
+            REACH_HINT,
+        ));
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Failure::bug(format!("TLS setup: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let rules = Matcher::from_env();
+    let proxy = reqwest::Proxy::custom(move |url| {
+        if url.scheme() != "https" {
+            return None;
+        }
+        let uri: http::Uri = url.as_str().parse().ok()?;
+        let p = rules.intercept(&uri)?;
+        let mut proxy = Url::parse(&p.uri().to_string()).ok()?;
+        if let Some(auth) = p.basic_auth().and_then(|a| a.to_str().ok()) {
+            // `Basic base64(user:pass)`: back into the URL, where reqwest reads credentials.
+            let decoded = auth
+                .strip_prefix("Basic ")
+                .and_then(base64_decode)
+                .unwrap_or_default();
+            if let Some((user, pass)) = decoded.split_once(':') {
+                let _ = proxy.set_username(user);
+                let _ = proxy.set_password(Some(pass));
+            }
+        }
+        Some(proxy)
+    });
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
+        .no_proxy()
+        .proxy(proxy)
+        .connect_timeout(Duration::from_secs(30))
+        .read_timeout(Duration::from_secs(60))
+        .user_agent(concat!("envbuild/", env!("CARGO_PKG_VERSION")))
+        .build()
         .map_err(|e| {
             failed(
-                format!("cannot load this machine's CA certificates: {e}"),
+                format!("cannot build the HTTP client: {}", chain(&e)),
                 REACH_HINT,
             )
         })
 }
 
-fn client() -> Result<Client, Failure> {
-    let https = tls()?.https_or_http().enable_http1().build();
-    Ok(Client {
-        direct: hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(https),
-        proxies: Matcher::from_env(),
-    })
+fn base64_decode(b: &str) -> Option<String> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
-impl Client {
-    /// The client for `uri`: through an HTTP CONNECT tunnel to the proxy when the environment
-    /// names one for it. Only https is proxied: a CONNECT to a plain-http port is refused by
-    /// common proxies, and http channels are for mirrors on the local network.
-    fn proxied(&self, uri: &hyper::Uri) -> Result<Option<(Proxied, String)>, Failure> {
-        if uri.scheme_str() != Some("https") {
-            return Ok(None);
-        }
-        let Some(proxy) = self.proxies.intercept(uri) else {
-            return Ok(None);
-        };
-        let mut tunnel = Tunnel::new(proxy.uri().clone(), HttpConnector::new());
-        if let Some(auth) = proxy.basic_auth() {
-            tunnel = tunnel.with_auth(auth.clone());
-        }
-        let https = tls()?.https_only().enable_http1().wrap_connector(tunnel);
-        // Shown in errors: the proxy's host and port only, never its credentials.
-        let shown = format!(
-            "{}:{}",
-            proxy.uri().host().unwrap_or("?"),
-            proxy.uri().port_u16().unwrap_or(80)
-        );
-        Ok(Some((
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build(https),
-            shown,
-        )))
-    }
-}
-
-/// The body at `url`; `None` when the server says it has none (404: a subdir the channel does
-/// not publish). `file://` URLs are read from disk.
-async fn fetch(client: &Client, url: &str) -> Result<Option<Vec<u8>>, Failure> {
-    use http_body_util::BodyExt;
-    if let Some(path) = url.strip_prefix("file://") {
-        return match std::fs::read(path) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(failed(format!("cannot read {url}: {e}"), REACH_HINT)),
-        };
-    }
-    let uri: hyper::Uri = url
-        .parse()
-        .map_err(|e| failed(format!("`{url}` is not a URL: {e}"), REACH_HINT))?;
-    let req = hyper::Request::get(uri)
-        .header("accept-encoding", "gzip")
-        .header(
-            "user-agent",
-            concat!("envbuild/", env!("CARGO_PKG_VERSION")),
-        )
-        .body(http_body_util::Empty::new())
-        .map_err(|e| Failure::bug(format!("request for {url}: {e}")))?;
-    let proxied = client.proxied(req.uri())?;
-    let work = async {
-        let resp =
-            match &proxied {
-                Some((c, proxy)) => c.request(req).await.map_err(|e| {
-                    failed(
-                        format!(
-                            "cannot reach {url} through the proxy {proxy}: {}",
-                            chain(&e)
-                        ),
-                        PROXY_HINT,
-                    )
-                })?,
-                None => client.direct.request(req).await.map_err(|e| {
-                    failed(format!("cannot reach {url}: {}", chain(&e)), REACH_HINT)
-                })?,
-            };
-        let status = resp.status();
-        if status == hyper::StatusCode::NOT_FOUND {
-            return Ok(None);
-        }
-        if !status.is_success() {
-            return Err(failed(format!("{url} answered HTTP {status}"), REACH_HINT));
-        }
-        let gzip = resp
-            .headers()
-            .get("content-encoding")
-            .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
-        let body = http_body_util::Limited::new(resp.into_body(), MAX_REPODATA)
-            .collect()
-            .await
-            .map_err(|e| failed(format!("reading {url}: {e}"), REACH_HINT))?
-            .to_bytes();
-        if !gzip {
-            return Ok(Some(body.to_vec()));
-        }
-        let mut out = Vec::new();
-        use std::io::Read;
-        flate2::read::GzDecoder::new(&body[..])
-            .take(MAX_REPODATA as u64)
-            .read_to_end(&mut out)
-            .map_err(|e| failed(format!("{url}: bad gzip body: {e}"), REACH_HINT))?;
-        Ok(Some(out))
-    };
-    match tokio::time::timeout(FETCH_TIMEOUT, work).await {
-        Ok(r) => r,
-        Err(_) => Err(failed(
-            format!("{url} did not answer within {} s", FETCH_TIMEOUT.as_secs()),
-            REACH_HINT,
-        )),
-    }
-}
-
-/// An error with its causes (hyper's own message is only "client error (Connect)").
+/// An error with its causes (a client's own message is often only "error sending request").
 fn chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
+        let next = c.to_string();
+        if !s.contains(&next) {
+            s.push_str(": ");
+            s.push_str(&next);
+        }
         cur = c.source();
     }
     s

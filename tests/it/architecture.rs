@@ -47,6 +47,8 @@ const IMPURE_CRATES: &[&str] = &[
     "hyper",
     "hyper_util",
     "hyper_rustls",
+    "reqwest",
+    "rattler_repodata_gateway",
     "libc",
     "libloading",
     "tempfile",

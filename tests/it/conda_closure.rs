@@ -49,6 +49,7 @@ pub(crate) fn lock_with(dir: &Path, alias: &str, args: &[&str]) -> std::process:
     envbuild()
         .current_dir(dir)
         .env("ENVBUILD_CONDA_CHANNEL_ALIAS", alias)
+        .env("ENVBUILD_CACHE_DIR", dir.join(".cache"))
         .arg("lock")
         .arg("envbuild.toml")
         .args(args)
@@ -201,8 +202,16 @@ fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve(
     );
     let out = lock_with(work.path(), &server.url, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    // 3 channels x (linux-64, noarch).
-    assert_eq!(server.requests(), 6, "{:?}", server.paths());
+    // 3 channels x (linux-64, noarch), each repodata.json once (beside the gateway's probes
+    // for sharded, zstd and bz2 repodata, which this channel does not serve).
+    let fetched = |s: &Server| {
+        s.paths()
+            .iter()
+            .filter(|p| p.ends_with("/repodata.json"))
+            .count()
+    };
+    assert_eq!(fetched(&server), 6, "{:?}", server.paths());
+    let asked = server.requests();
     let first = fs::read(work.path().join("envbuild.lock")).unwrap();
 
     // Newer releases appear: tqdm in the pytorch channel, libzlib on conda-forge.
@@ -215,7 +224,7 @@ fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve(
     for args in [&[][..], &["--offline"], &["--locked"]] {
         let out = lock_with(work.path(), &server.url, args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
-        assert_eq!(server.requests(), 6, "{args:?} asked the channel");
+        assert_eq!(server.requests(), asked, "{args:?} asked the channel");
         assert_eq!(fs::read(work.path().join("envbuild.lock")).unwrap(), first);
     }
 
@@ -259,6 +268,63 @@ fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve(
         stderr_of(&out)
     );
     assert_eq!(server.requests(), before);
+}
+
+/// A warm relock (`--upgrade`, the gateway's cache under envbuild's cache dir) revalidates each
+/// repodata.json by its ETag: the unchanged ones answer 304 and only the changed one is
+/// downloaded again; the new release in it is taken.
+#[test]
+fn a_warm_relock_downloads_only_the_repodata_that_changed() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let cold = server.log();
+    let downloads = |log: &[String]| -> Vec<String> {
+        let mut d: Vec<String> = log
+            .iter()
+            .filter(|l| l.ends_with(" 200") || l.ends_with(" 200 conditional"))
+            .cloned()
+            .collect();
+        d.sort();
+        d
+    };
+    assert_eq!(downloads(&cold).len(), 6, "{cold:?}");
+    assert!(
+        work.path().join(".cache/conda-repodata").is_dir(),
+        "the gateway's cache is under ENVBUILD_CACHE_DIR"
+    );
+    add_packages(
+        ch.path(),
+        r#"[{"channel":"conda-forge","subdir":"linux-64","name":"libzlib","version":"1.3.2","build":"h0_0","depends":["__glibc >=2.17"]}]"#,
+    );
+    let out = lock_with(work.path(), &server.url, &["--upgrade"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let warm = server.log()[cold.len()..].to_vec();
+    // Every repodata.json is asked again, conditionally; only conda-forge's linux-64 changed.
+    let asked: Vec<&String> = warm
+        .iter()
+        .filter(|l| l.contains("/repodata.json "))
+        .collect();
+    assert_eq!(asked.len(), 6, "{warm:?}");
+    assert!(
+        asked.iter().all(|l| l.ends_with(" conditional")),
+        "{warm:?}"
+    );
+    assert_eq!(
+        downloads(&warm),
+        ["GET /conda-forge/linux-64/repodata.json 200 conditional"],
+        "{warm:?}"
+    );
+    assert_eq!(
+        warm.iter().filter(|l| l.contains(" 304 ")).count(),
+        5,
+        "{warm:?}"
+    );
+    assert_eq!(entry(&conda_of(work.path()), "libzlib").0, "1.3.2");
 }
 
 #[test]
@@ -328,7 +394,7 @@ fn an_unsatisfiable_solve_or_an_unreachable_channel_is_closure_resolve_failed() 
     assert!(err.contains("hint:"), "{err}");
     assert!(!work.path().join("envbuild.lock").exists());
 
-    // A channel that does not answer is named.
+    // A channel that does not answer is named, with the URL the first failed request asked.
     let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = dead.local_addr().unwrap().port();
     drop(dead);
@@ -338,9 +404,8 @@ fn an_unsatisfiable_solve_or_an_unreachable_channel_is_closure_resolve_failed() 
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("CLOSURE_RESOLVE_FAILED"), "{err}");
     assert!(
-        err.contains(&format!(
-            "http://127.0.0.1:{port}/pytorch/linux-64/repodata.json"
-        )),
+        err.contains(&format!("cannot reach http://127.0.0.1:{port}/pytorch"))
+            && err.contains(&format!("url (http://127.0.0.1:{port}/")),
         "{err}"
     );
 }
@@ -483,6 +548,77 @@ fn the_cuda_build_needs_cuda_in_the_targets_virtual_packages() {
         ("py3.11_cuda12.4_cudnn9.1.0_0".to_string(), true)
     );
     assert_eq!(build(None), ("py3.11_cpu_0".to_string(), false));
+}
+
+/// A linux-aarch64 target solves against the channels' linux-aarch64 and noarch subdirs only,
+/// with its own virtual packages: `__archspec` aarch64 (an x86_64-only build is not taken),
+/// `__glibc` and, with a driver, `__cuda` (the CUDA build; none without).
+#[test]
+fn a_linux_aarch64_target_solves_its_own_subdir_with_its_virtual_packages() {
+    use envbuild::core::closure::conda::{virtual_packages, CondaInputs};
+    use envbuild::core::spec::Platform;
+    let ch = tempdir();
+    add_packages(
+        ch.path(),
+        r#"[
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"python","version":"3.12.8","build":"h0_0_cpython","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cuda_h0_0","build_number":1,"depends":["__cuda >=12","__glibc >=2.28","python >=3.12,<3.13.0a0"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.12,<3.13.0a0"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"simd-like","version":"2.0","build":"x86_h0_0","build_number":1,"depends":["__archspec 1 x86_64"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"simd-like","version":"2.0","build":"arm_h0_0","depends":["__archspec 1 aarch64"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.12.9","build":"h0_0_cpython","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"noarch","name":"tqdm","version":"4.67.1","build":"pyhd8ed1ab_0","noarch":"python","depends":["python >=3.7"]}
+]"#,
+    );
+    let server = Server::start(ch.path());
+    let glibc = envbuild::core::version::Version::parse("2.34").unwrap();
+    let inputs = |cuda: Option<&str>| CondaInputs {
+        specs: ["python=3.12", "faiss-like>=1", "simd-like", "tqdm"]
+            .map(String::from)
+            .to_vec(),
+        channels: vec![format!("{}/conda-forge", server.url)],
+        subdirs: vec!["linux-aarch64".into(), "noarch".into()],
+        virtual_packages: virtual_packages(Platform::LinuxAarch64, &glibc, cuda),
+    };
+    let solve = |cuda: Option<&str>| {
+        let solved =
+            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[]).unwrap();
+        solved
+            .into_iter()
+            .map(|s| (s.name, s.version, s.build, s.subdir))
+            .collect::<Vec<_>>()
+    };
+    let gpu = solve(Some("12.8"));
+    let find = |all: &[(String, String, String, String)], name: &str| {
+        all.iter()
+            .find(|s| s.0 == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not in {all:?}"))
+    };
+    assert_eq!(
+        find(&gpu, "python").1,
+        "3.12.8",
+        "linux-64's 3.12.9 is not seen"
+    );
+    assert_eq!(find(&gpu, "python").3, "linux-aarch64");
+    assert_eq!(find(&gpu, "faiss-like").2, "cuda_h0_0");
+    assert_eq!(find(&gpu, "simd-like").2, "arm_h0_0", "__archspec aarch64");
+    assert_eq!(find(&gpu, "tqdm").3, "noarch");
+    let cpu = solve(None);
+    assert_eq!(find(&cpu, "faiss-like").2, "cpu_h0_0");
+    // Only the target's subdir and noarch were read.
+    let asked: Vec<String> = server
+        .paths()
+        .into_iter()
+        .filter(|p| p.ends_with("/repodata.json"))
+        .collect();
+    assert!(!asked.is_empty());
+    assert!(
+        asked
+            .iter()
+            .all(|p| p.contains("/linux-aarch64/") || p.contains("/noarch/")),
+        "{asked:?}"
+    );
 }
 
 /// A stand-in HTTPS proxy on 127.0.0.1: records each request head it receives (the CONNECT line

@@ -219,9 +219,12 @@ fn everything(out: &std::process::Output, dirs: &[PathBuf]) -> String {
     let mut all = format!("{}{}", stdout_of(out), stderr_of(out));
     let mut todo: Vec<PathBuf> = dirs.to_vec();
     while let Some(p) = todo.pop() {
+        // The inputs, and the repodata cache the conda tests keep in the work dir (it stands for
+        // the user's own ~/.cache, where the gateway keeps a token channel's URLs to revalidate
+        // them, as conda and pixi do): not outputs.
         let input = p
             .file_name()
-            .is_some_and(|n| n == "envbuild.toml" || n == "environment.yml");
+            .is_some_and(|n| n == "envbuild.toml" || n == "environment.yml" || n == ".cache");
         if input {
             continue;
         }

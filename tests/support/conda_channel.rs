@@ -1,7 +1,9 @@
 //! Test support for the conda closure: conda channels of real package files that
 //! `tests/fixtures/fake_channel.py` writes (`.tar.bz2` with info/index.json, info/paths.json and
 //! a payload; a repodata.json per subdir computed from them), served over HTTP on 127.0.0.1 by
-//! a std-only thread server that counts the requests it answers. Used by tests/it/conda_closure.rs.
+//! a std-only thread server that counts the requests it answers, gives every file an ETag and
+//! answers a matching `If-None-Match` with 304, as conda's CDN does. Used by
+//! tests/it/conda_closure.rs.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -27,6 +29,7 @@ pub struct Server {
     requests: Arc<AtomicUsize>,
     gzipped: Arc<AtomicUsize>,
     paths: Arc<Mutex<Vec<String>>>,
+    log: Arc<Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
     port: u16,
 }
@@ -47,11 +50,13 @@ impl Server {
         let requests = Arc::new(AtomicUsize::new(0));
         let gzipped = Arc::new(AtomicUsize::new(0));
         let paths = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (r, g, p, s, root) = (
+        let (r, g, p, l, s, root) = (
             requests.clone(),
             gzipped.clone(),
             paths.clone(),
+            log.clone(),
             stop.clone(),
             root.to_path_buf(),
         );
@@ -61,7 +66,12 @@ impl Server {
                     break;
                 }
                 if let Ok(c) = conn {
-                    serve(c, &root, &r, &p, gzip.then_some(&*g));
+                    let seen = Seen {
+                        count: &r,
+                        paths: &p,
+                        log: &l,
+                    };
+                    serve(c, &root, &seen, gzip.then_some(&*g));
                 }
             }
         });
@@ -70,6 +80,7 @@ impl Server {
             requests,
             gzipped,
             paths,
+            log,
             stop,
             port,
         }
@@ -89,6 +100,27 @@ impl Server {
     pub fn paths(&self) -> Vec<String> {
         self.paths.lock().unwrap().clone()
     }
+
+    /// Every answer so far, in order: `METHOD PATH STATUS` (`GET /pytorch/noarch/repodata.json
+    /// 304`); a conditional request ends with ` conditional`.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+}
+
+/// What the server records of each request.
+struct Seen<'a> {
+    count: &'a AtomicUsize,
+    paths: &'a Mutex<Vec<String>>,
+    log: &'a Mutex<Vec<String>>,
+}
+
+/// A file's ETag: its bytes' digest, so that a changed file has another.
+fn etag(body: &[u8]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body.hash(&mut h);
+    format!("\"{:016x}-{}\"", h.finish(), body.len())
 }
 
 impl Drop for Server {
@@ -99,33 +131,34 @@ impl Drop for Server {
     }
 }
 
-/// One request per connection (`Connection: close`): GET a file under `root`, or 404; gzip-
-/// encoded when `gzipped` counts such answers and the client accepts gzip.
-fn serve(
-    mut c: TcpStream,
-    root: &Path,
-    count: &AtomicUsize,
-    paths: &Mutex<Vec<String>>,
-    gzipped: Option<&AtomicUsize>,
-) {
+/// One request per connection (`Connection: close`): GET (or HEAD) a file under `root`, or 404;
+/// 304 when `If-None-Match` names the file's ETag; gzip-encoded when `gzipped` counts such
+/// answers and the client accepts gzip.
+fn serve(mut c: TcpStream, root: &Path, seen: &Seen<'_>, gzipped: Option<&AtomicUsize>) {
     let mut line = String::new();
     let mut reader = BufReader::new(c.try_clone().unwrap());
     if reader.read_line(&mut line).is_err() || line.is_empty() {
         return;
     }
-    // Read the headers: only Accept-Encoding matters.
+    // Read the headers: only Accept-Encoding and If-None-Match matter.
     let mut accepts_gzip = false;
+    let mut if_none_match = None;
     loop {
         let mut h = String::new();
         if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
             break;
         }
-        let h = h.to_ascii_lowercase();
-        accepts_gzip |= h.starts_with("accept-encoding:") && h.contains("gzip");
+        let lower = h.to_ascii_lowercase();
+        accepts_gzip |= lower.starts_with("accept-encoding:") && lower.contains("gzip");
+        if lower.starts_with("if-none-match:") {
+            if_none_match = Some(h["if-none-match:".len()..].trim().to_string());
+        }
     }
-    count.fetch_add(1, Ordering::SeqCst);
-    let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-    paths.lock().unwrap().push(path.clone());
+    seen.count.fetch_add(1, Ordering::SeqCst);
+    let mut words = line.split_whitespace();
+    let method = words.next().unwrap_or("GET").to_string();
+    let path = words.next().unwrap_or("/").to_string();
+    seen.paths.lock().unwrap().push(path.clone());
     let rel = path.trim_start_matches('/');
     let file = root.join(rel);
     let body = if rel.split('/').any(|p| p == "..") {
@@ -133,9 +166,30 @@ fn serve(
     } else {
         std::fs::read(&file).ok()
     };
+    let tag = body.as_deref().map(etag);
+    let status = match (&body, &tag) {
+        (None, _) => 404,
+        (Some(_), Some(t)) if if_none_match.as_deref() == Some(t.as_str()) => 304,
+        _ => 200,
+    };
+    seen.log.lock().unwrap().push(format!(
+        "{method} {path} {status}{}",
+        if if_none_match.is_some() {
+            " conditional"
+        } else {
+            ""
+        }
+    ));
     let gzip = gzipped.filter(|_| accepts_gzip);
-    let _ = match body {
-        Some(mut b) => {
+    let _ = match (status, body) {
+        (304, _) => c.write_all(
+            format!(
+                "HTTP/1.1 304 Not Modified\r\nETag: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                tag.unwrap_or_default()
+            )
+            .as_bytes(),
+        ),
+        (_, Some(mut b)) => {
             let mut encoding = "";
             if let Some(g) = gzip {
                 let mut enc =
@@ -147,14 +201,15 @@ fn serve(
             }
             c.write_all(
                 format!(
-                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n{encoding}Content-Type: application/json\r\nConnection: close\r\n\r\n",
-                    b.len()
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nETag: {}\r\n{encoding}Content-Type: application/json\r\nConnection: close\r\n\r\n",
+                    b.len(),
+                    tag.unwrap_or_default()
                 )
                 .as_bytes(),
             )
-            .and_then(|_| c.write_all(&b))
+            .and_then(|_| if method == "HEAD" { Ok(()) } else { c.write_all(&b) })
         }
-        None => {
+        (_, None) => {
             c.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
         }
     };
