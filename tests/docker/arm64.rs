@@ -21,17 +21,10 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     ]
 }
 
+/// The bases' command, without the caller's job summary.
 fn envbuild() -> Command {
-    let mut cmd = Command::cargo_bin("envbuild").expect("binary");
-    cmd.env("ENVBUILD_RUN_ID", support::run_prefix());
-    for k in envbuild::infra::network::PROXY_VARS
-        .iter()
-        .chain(envbuild::infra::network::CA_VARS)
-    {
-        cmd.env_remove(k);
-    }
+    let mut cmd = super::bases::envbuild();
     cmd.env_remove("GITHUB_STEP_SUMMARY");
-    cmd.env("CI", "true");
     cmd
 }
 
@@ -181,20 +174,27 @@ fn gh200_fake_base(d: &support::Docker, dir: &Path) -> String {
     arm64_fake_torch_image(d, fake_torch_like(&probe))
 }
 
+/// The engine, a scratch folder and the fake-torch arm64 base for a GH200 lock; `None` (the
+/// test skipped, with its reason) without an engine, emulation or the real smoke script.
+fn emulated_fake_base(test: &str) -> Option<(support::Docker, tempfile::TempDir, String)> {
+    let d = support::engine(test)?;
+    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let base = gh200_fake_base(&d, dir.path());
+    Some((d, dir, base))
+}
+
 /// `envbuild image` of a `linux-aarch64` lock: the build goes to the engine as `linux/arm64`
 /// (its `RUN` steps run under emulation), the image's config says arm64, and the smoke test
 /// (`--gpus none`, emulated too) passes with its report naming `aarch64` and the `platform`
 /// check passing; the step summary names the platform.
 fn an_aarch64_lock_builds_an_arm64_image_whose_smoke_report_says_aarch64() {
     let test = "an_aarch64_lock_builds_an_arm64_image_whose_smoke_report_says_aarch64";
-    let Some(d) = support::engine(test) else {
+    let Some((d, dir, base)) = emulated_fake_base(test) else {
         return;
     };
-    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let base = gh200_fake_base(&d, dir.path());
     assert_eq!(image_arch(&base), "arm64");
     let name = format!("arm64-fake-{}", nonce());
     let spec = dir.path().join("envbuild.toml");
@@ -241,14 +241,9 @@ fn an_aarch64_lock_builds_an_arm64_image_whose_smoke_report_says_aarch64() {
 /// machines, beside `SMOKE_FAILED`; an unwritable job summary only adds a warning.
 fn an_arm64_image_against_a_linux_64_lock_is_platform_mismatch() {
     let test = "an_arm64_image_against_a_linux_64_lock_is_platform_mismatch";
-    let Some(d) = support::engine(test) else {
+    let Some((_d, _dir, base)) = emulated_fake_base(test) else {
         return;
     };
-    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let base = gh200_fake_base(&d, dir.path());
     let x86 = tempfile::tempdir().unwrap();
     // The same spec locked for x86_64: GH200 is aarch64 only, so an H100 stands in.
     let text = gh200_spec("x86", &base, "linux-64").replace("GH200", "H100");

@@ -21,7 +21,8 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
 /// This machine's CA bundle: the network inspects TLS, so pip in a container needs it.
 pub(crate) const HOST_CA: &str = "/etc/ssl/certs/ca-certificates.crt";
 
-fn envbuild() -> Command {
+/// The binary with this run's id, no proxy or CA variables from the caller, and `CI=true`.
+pub(crate) fn envbuild() -> Command {
     let mut cmd = Command::cargo_bin("envbuild").expect("binary");
     cmd.env("ENVBUILD_RUN_ID", support::run_prefix());
     for k in envbuild::infra::network::PROXY_VARS
