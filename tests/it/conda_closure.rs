@@ -621,6 +621,153 @@ fn a_linux_aarch64_target_solves_its_own_subdir_with_its_virtual_packages() {
     );
 }
 
+/// A conda-forge-like channel for a Grace machine: linux-aarch64 CUDA and CPU builds of
+/// pytorch 2.7.1 (the CUDA one through libtorch and cudart, conda-forge's split), Python,
+/// noarch `cuda-version` and tqdm; and a linux-64 subdir with its own pytorch, Python and `mkl`,
+/// which conda-forge builds for x86_64 only.
+const FORGE_AARCH64: &str = r#"[
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"python","version":"3.12.8","build":"h0_0_cpython","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"pytorch","version":"2.7.1","build":"cuda126_generic_py312_h0_200","build_number":200,"depends":["python >=3.12,<3.13.0a0","libtorch 2.7.1 cuda126_generic_h0_200","cuda-version >=12.6,<13","__cuda"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"pytorch","version":"2.7.1","build":"cpu_generic_py312_h0_0","depends":["python >=3.12,<3.13.0a0"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"libtorch","version":"2.7.1","build":"cuda126_generic_h0_200","build_number":200,"depends":["cuda-cudart >=12.6,<13.0a0","__glibc >=2.28","__cuda"]},
+{"channel":"conda-forge","subdir":"linux-aarch64","name":"cuda-cudart","version":"12.6.77","build":"h0_0","depends":["cuda-version >=12.6,<12.7.0a0","__glibc >=2.28"]},
+{"channel":"conda-forge","subdir":"noarch","name":"cuda-version","version":"12.6","build":"h0_3","noarch":"generic","constrains":["__cuda >=12"]},
+{"channel":"conda-forge","subdir":"noarch","name":"tqdm","version":"4.67.1","build":"pyhd8ed1ab_0","noarch":"python","depends":["python >=3.7"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"python","version":"3.12.9","build":"h0_0_cpython","depends":["__glibc >=2.17"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"pytorch","version":"2.7.1","build":"cuda126_generic_py312_h0_200","build_number":200,"depends":["python >=3.12,<3.13.0a0","cuda-version >=12.6,<13","__cuda"]},
+{"channel":"conda-forge","subdir":"linux-64","name":"mkl","version":"2024.2.0","build":"ha957f24_665","depends":["__glibc >=2.17"]}
+]"#;
+
+/// A GH200 spec on conda-forge (its platform inferred from the GPU: Grace is aarch64 only)
+/// with `conda` extras, locked with the closure.
+fn gh200_forge_spec(conda: &str) -> String {
+    format!(
+        "name = \"grace\"\npython = \"3.12\"\npytorch = \"2.7.1\"\nsource = \"conda-forge\"\n\
+         cuda-version = \"12.6\"\ntorchvision = false\ntorchaudio = false\nconda = [{conda}]\n\n\
+         [target]\ndriver = \"580.95.05\"\ngpus = [\"GH200\"]\n\n\
+         [lock]\nclosure = true\nbase-digest = false\n"
+    )
+}
+
+/// End to end: `envbuild lock` of a GH200 conda-forge spec against the channel above locks for
+/// `linux-aarch64`: every entry from the linux-aarch64 or noarch subdir (URL, sha256 and md5 the
+/// served file's own), the CUDA build with its aarch64 libtorch and cudart, none of linux-64's
+/// records; `--locked` holds it, and render writes the aarch64 explicit file. An extra that the
+/// channel has for linux-64 only (`mkl`) is `CLOSURE_RESOLVE_FAILED`, naming it and the target,
+/// and the lock on disk is left as it was.
+#[test]
+fn a_gh200_conda_forge_spec_locks_its_linux_aarch64_closure_by_hash() {
+    let ch = tempdir();
+    add_packages(ch.path(), FORGE_AARCH64);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &gh200_forge_spec("\"tqdm>=4\""),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock = read_lock(work.path());
+    assert_eq!(lock.platform.as_str(), "linux-aarch64");
+    assert_eq!(lock.source.as_str(), "conda-forge");
+    let c = conda_of(work.path());
+    let names: Vec<&str> = c.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cuda-cudart",
+            "cuda-version",
+            "libtorch",
+            "python",
+            "pytorch",
+            "tqdm"
+        ]
+    );
+    // `__cuda` 12.6 (the lock's override) takes the CUDA build over the CPU one.
+    assert_eq!(
+        entry(&c, "pytorch"),
+        ("2.7.1", "cuda126_generic_py312_h0_200")
+    );
+    assert_eq!(entry(&c, "libtorch"), ("2.7.1", "cuda126_generic_h0_200"));
+    // linux-64's newer Python is not the target's.
+    assert_eq!(entry(&c, "python").0, "3.12.8");
+    for p in &lock.closure {
+        let subdir = p.subdir.as_deref().unwrap();
+        let file = p.url.rsplit('/').next().unwrap();
+        let want_subdir = if p.name == "cuda-version" || p.name == "tqdm" {
+            "noarch"
+        } else {
+            "linux-aarch64"
+        };
+        assert_eq!(subdir, want_subdir, "{}", p.name);
+        assert_eq!(
+            p.url,
+            format!("{}/conda-forge/{subdir}/{file}", server.url),
+            "{}",
+            p.name
+        );
+        let path = ch.path().join("conda-forge").join(subdir).join(file);
+        assert_eq!(p.sha256, sha256_file(&path), "{}", p.name);
+        assert_eq!(
+            p.md5.as_deref(),
+            Some(md5_file(&path).as_str()),
+            "{}",
+            p.name
+        );
+    }
+    // The channel was read for the target's subdir and noarch only.
+    let asked: Vec<String> = server
+        .paths()
+        .into_iter()
+        .filter(|p| p.ends_with("/repodata.json"))
+        .collect();
+    assert!(
+        asked
+            .iter()
+            .all(|p| p.contains("/linux-aarch64/") || p.contains("/noarch/")),
+        "{asked:?}"
+    );
+    let first = fs::read(work.path().join("envbuild.lock")).unwrap();
+    let out = lock_with(work.path(), &server.url, &["--locked"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+
+    let out = envbuild()
+        .current_dir(work.path())
+        .env("ENVBUILD_CONDA_CHANNEL_ALIAS", &server.url)
+        .args(["render", "envbuild.toml", "--out", "r"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let explicit = fs::read_to_string(work.path().join("r/conda-linux-aarch64.txt")).unwrap();
+    let urls: Vec<&str> = explicit.lines().filter(|l| l.starts_with("http")).collect();
+    assert_eq!(urls.len(), lock.closure.len(), "{explicit}");
+    assert!(
+        urls.iter()
+            .all(|u| u.contains("/linux-aarch64/") || u.contains("/noarch/")),
+        "{explicit}"
+    );
+
+    // mkl is x86_64 only: the aarch64 solve has no candidate for it.
+    write(
+        work.path(),
+        "envbuild.toml",
+        &gh200_forge_spec("\"tqdm>=4\", \"mkl\""),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[CLOSURE_RESOLVE_FAILED]"), "{err}");
+    assert!(err.contains("mkl"), "{err}");
+    assert!(err.contains("linux-aarch64 + noarch"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(
+        fs::read(work.path().join("envbuild.lock")).unwrap(),
+        first,
+        "the lock on disk is untouched"
+    );
+}
+
 /// A stand-in HTTPS proxy on 127.0.0.1: records each request head it receives (the CONNECT line
 /// and its headers) and refuses the tunnel with 403, so the test needs no TLS server.
 fn refusing_proxy() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
