@@ -136,6 +136,7 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
         extras,
         version: version.to_string(),
         url: None,
+        marker: None,
     })
 }
 
@@ -181,6 +182,7 @@ fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<Pi
             extras,
             version,
             url: Some(url.to_string()),
+            marker: None,
         }),
         None => PkgParse::Unpinned {
             name,
@@ -314,39 +316,72 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
 fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
-        if let Some(b) = bare_reference(p) {
-            if cx.safe("pip", &b.url) {
+        let (p, marker) = match split_marker(p) {
+            Ok(x) => x,
+            Err(m) => {
                 cx.err(
-                    UNNAMED_REFERENCE,
+                    INVALID_SPEC,
                     "pip",
-                    format!("pip line `{p}` installs from a URL without naming the package"),
-                    Some(b.hint()),
+                    m,
+                    Some(crate::core::marker::HINT.into()),
                 );
+                continue;
             }
-            continue;
-        }
-        if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
-            continue;
-        }
-        match parse_pip_pkg(p) {
-            PkgParse::Ok(pkg) => pip.push(pkg),
-            PkgParse::Unpinned { .. } if pip_range(p).is_some() => {
-                pip.extend(pip_range(p));
-            }
-            PkgParse::Unpinned { name, why } => cx.err(
-                UNPINNED_VERSION,
-                "pip",
-                format!("pip package `{p}` {why}"),
-                Some(if why == REFERENCE_UNPINNED {
-                    PIN_REFERENCE_HINT.to_string()
-                } else {
-                    format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")
-                }),
-            ),
-            PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
+        };
+        let before = pip.len();
+        pip_entry(cx, p, &mut pip);
+        for x in &mut pip[before..] {
+            x.marker.clone_from(&marker);
         }
     }
     pip
+}
+
+/// `req; marker` as the requirement and the marker's canonical text, or why the marker is not
+/// one envbuild reads. A bare reference's URL keeps its `;`-free text as it is.
+pub fn split_marker(line: &str) -> Result<(&str, Option<String>), String> {
+    let Some((req, marker)) = line.split_once(';') else {
+        return Ok((line, None));
+    };
+    match crate::core::marker::parse(marker.trim()) {
+        Ok(m) => Ok((req.trim_end(), Some(m.canonical()))),
+        Err(why) => Err(format!("pip line `{line}`: {why}")),
+    }
+}
+
+/// One pip line without its marker, pushed onto `pip` when it is an extra the spec takes.
+fn pip_entry(cx: &mut Ctx, p: &str, pip: &mut Vec<PipPkg>) {
+    if let Some(b) = bare_reference(p) {
+        if cx.safe("pip", &b.url) {
+            cx.err(
+                UNNAMED_REFERENCE,
+                "pip",
+                format!("pip line `{p}` installs from a URL without naming the package"),
+                Some(b.hint()),
+            );
+        }
+        return;
+    }
+    if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
+        return;
+    }
+    match parse_pip_pkg(p) {
+        PkgParse::Ok(pkg) => pip.push(pkg),
+        PkgParse::Unpinned { .. } if pip_range(p).is_some() => {
+            pip.extend(pip_range(p));
+        }
+        PkgParse::Unpinned { name, why } => cx.err(
+            UNPINNED_VERSION,
+            "pip",
+            format!("pip package `{p}` {why}"),
+            Some(if why == REFERENCE_UNPINNED {
+                PIN_REFERENCE_HINT.to_string()
+            } else {
+                format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")
+            }),
+        ),
+        PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
+    }
 }
 
 /// `name[extras]>=0.8,<1`: a PEP 440 range (operators, versions, commas; no spaces kept), for
