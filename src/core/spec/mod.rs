@@ -26,8 +26,8 @@ mod validate;
 pub use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 pub use locator::Locator;
 pub use packages::{
-    bare_reference, parse_conda_pkg, parse_pip_pkg, split_marker, BareReference, PkgParse,
-    PIN_REFERENCE_HINT, REFERENCE_UNPINNED,
+    bare_reference, parse_conda_pkg, parse_pip_pkg, pin_reference_hint, split_marker,
+    BareReference, PkgParse, PIN_REFERENCE_HINT, REFERENCE_UNPINNED,
 };
 pub use pins::{satisfies, Pin};
 pub use ranges::{Asked, Choice, Req, Syntax};
