@@ -71,7 +71,7 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     }
     if !spec.lock.closure {
         // Only a closure pins a range: a table-level lock carries it as written, and says so.
-        diagnostics.extend(ranges_not_locked(&spec));
+        diagnostics.extend(ranges_not_locked(&spec, &lock));
     }
     if !req.upgrade_packages.is_empty() && !spec.lock.closure {
         return Err(Failure::usage(
@@ -121,6 +121,10 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         }
     }
     unpinned_out(&mut lock, &spec);
+    // Each platform of a fleet is a lock of its own, with the same ranges.
+    for entry in &mut lock.fleet {
+        unpinned_out(entry, &spec);
+    }
     // What a resolver gave (or the lock on disk kept) is checked as `render` checks a lock:
     // a lock that `lock` writes verifies itself and renders.
     let problems = written_lock_problems(&lock);
@@ -224,11 +228,17 @@ fn unpinned_out(lock: &mut Lock, spec: &crate::core::spec::Spec) {
 
 /// A table-level lock of a spec with ranges (`einops>=0.8`, `jupyterlab`): one
 /// `RANGE_NOT_LOCKED` warning per range, which the lock carries as written.
-fn ranges_not_locked(spec: &crate::core::spec::Spec) -> Vec<Diagnostic> {
+/// An extra whose marker leaves it out on every platform is not carried, so not warned about.
+fn ranges_not_locked(spec: &crate::core::spec::Spec, lock: &Lock) -> Vec<Diagnostic> {
+    let excluded = |name: &str| {
+        std::iter::once(lock)
+            .chain(&lock.fleet)
+            .all(|l| l.excluded.contains_key(name))
+    };
     let pip = spec
         .pip
         .iter()
-        .filter(|p| p.is_range())
+        .filter(|p| p.is_range() && !excluded(&p.name))
         .map(|p| p.requirement());
     let conda = spec
         .conda

@@ -88,6 +88,7 @@ registry! {
         VIRTUAL_PACKAGE_UNSATISFIED: Error, "conda-forge's `__cuda` constraint is not met by the driver.";
         UNKNOWN_GPU: Error, "An unknown GPU name, or one entry naming two GPUs.";
         CONFLICTING_PIN: Error, "An extra pin that breaks the build (NumPy 2 with torch <= 2.2).";
+        MARKER_UNDECIDED: Error, "A pip extra's marker the chosen Python and platform leave open (a patch-level comparison on an `X.Y` Python).";
         FORWARD_COMPAT_UNSUPPORTED: Error, "Forward compatibility asked for on GPUs that do not support it.";
         BASE_HAS_NO_PYTHON: Error, "The base image has no Python to install into.";
         PLATFORM_CONFLICT: Error, "A target GPU comes in no machine of the spec's platform(s) (GH200 on linux-64).";

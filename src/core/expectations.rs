@@ -112,6 +112,8 @@ fn cuda_major_minor(cuda: &str) -> Option<String> {
 
 /// `name[extra]==1.0` -> (`name`, `1.0`), name lower-cased with `_` as `-` (PEP 503 style).
 fn pip_name_version(req: &str) -> Option<(String, String)> {
+    // A marker the lock kept holds for the image; its text is no part of the version.
+    let req = req.split(';').next().unwrap_or(req);
     let (name, version) = req.split_once("==")?;
     let name = name.split('[').next()?.trim();
     let version = version.trim_start_matches('=').trim();

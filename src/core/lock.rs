@@ -176,6 +176,10 @@ pub struct Lock {
     /// Why envbuild added or chose something the spec did not say (e.g. a NumPy 1.x pin).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The spec's pip extras whose PEP 508 marker does not hold for the chosen Python and this
+    /// platform: left out of `packages` and `install`, name to reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded: BTreeMap<String, String>,
     /// Each version envbuild chose for a range of the spec (`pytorch = ">=2.3"`), what was
     /// asked and why that one (docs/choosing.md).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

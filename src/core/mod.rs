@@ -17,6 +17,7 @@ pub mod image_ref;
 pub mod import;
 pub mod learn;
 pub mod lock;
+pub mod marker;
 pub mod matrix;
 pub mod platform;
 pub mod render;

@@ -212,7 +212,7 @@ fn a_package_in_both_lists_keeps_pip_s_pin_and_says_so_with_both_lines() {
     assert!(err.contains("conda-and-pip.yml:9:1"), "{err}");
     assert!(!spec.contains("\"scipy=1.13.1\"") && spec.contains("\"scipy==1.14.1\""));
     // pytorch-gpu with cuda-version is conda-forge's CUDA build.
-    assert!(spec.contains("source = \"conda-forge\"") && spec.contains("cuda = \"12.0\""));
+    assert!(spec.contains("source = \"conda-forge\"") && spec.contains("cuda-version = \"12.0\""));
     // A git reference pinned to a commit is a pin.
     assert!(spec.contains("openfold @ git+https://"), "{spec}");
     // The find-links line is carried over, at its own key.
@@ -743,4 +743,73 @@ fn pytorch_with_no_cuda_selector_is_any_cuda_on_its_channel() {
     );
     let lock = lock_out(&spec);
     assert!(lock.contains("torch = \"2.5.1\""), "{lock}");
+}
+
+#[test]
+fn markers_on_the_python_a_requirements_file_leaves_open_are_carried_for_the_lock_to_judge() {
+    let target = ["--driver", "535.104.05", "--gpu", "A100"];
+    let (code, spec, err) = import_fixture("python-markers.txt", &target);
+    assert_eq!(code, Some(0), "{err}");
+    // Carried with the marker, in its canonical text; a Windows-only line is dropped.
+    for want in [
+        "'urllib3>=2.5.0; python_version > \"3.8\"',",
+        "'importlib-metadata>=4.0; python_version < \"3.8\"',",
+        "'tomli>=2.0; python_version < \"3.11\"',",
+    ] {
+        assert!(spec.contains(want), "{want}: {spec}");
+    }
+    assert!(!spec.contains("\"pywin32"), "{spec}");
+    assert!(
+        err.contains("python-markers.txt:9:1") && err.contains("its marker excludes the target"),
+        "{err}"
+    );
+    // The table-level lock chooses the Python (3.12 for torch 2.4.1 on PyPI), then judges
+    // each marker for it: what it excludes is neither a package nor an install line.
+    let lock = lock_out(&spec);
+    assert!(lock.contains("python = \"3.12\""), "{lock}");
+    assert!(
+        lock.contains("'urllib3>=2.5.0; python_version > \"3.8\"'"),
+        "{lock}"
+    );
+    let install = lock.split("[install]").nth(1).unwrap_or_default();
+    let install = install.split("\n[").next().unwrap_or_default();
+    assert!(
+        !install.contains("tomli") && !install.contains("importlib-metadata"),
+        "{install}"
+    );
+    let excluded = lock
+        .split("[excluded]")
+        .nth(1)
+        .expect("an [excluded] table");
+    assert!(
+        excluded.contains("tomli = '`tomli>=2.0; python_version < \"3.11\"`: the marker does not hold for Python 3.12 on x86_64'"),
+        "{excluded}"
+    );
+    // With the Python named, import judges the markers itself, as before.
+    let (code, spec, err) = import_fixture("python-markers.txt", &["--python", "3.10"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        spec.contains("\"tomli>=2.0\",") && !spec.contains("'tomli"),
+        "{spec}"
+    );
+}
+
+#[test]
+fn conda_forge_s_cuda_version_is_the_spec_s_cuda_version_exact_or_a_range() {
+    let (code, spec, err) = import_fixture("cuda-version.yml", &["--driver", "560.35.05"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        spec.contains("source = \"conda-forge\"") && spec.contains("cuda-version = \"12.6\""),
+        "{spec}"
+    );
+    assert!(!spec.contains("\ncuda = "), "{spec}");
+    let lock = lock_out(&spec);
+    assert!(lock.contains("conda-forge::cuda-version==12.6"), "{lock}");
+    let (code, spec, err) = import_fixture("cuda-version-range.yml", &["--driver", "560.35.05"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(spec.contains("cuda-version = \">=12.4,<13\""), "{spec}");
+    let lock = lock_out(&spec);
+    // The range chosen, and recorded under the key as the file wrote it.
+    assert!(lock.contains("[choices.cuda-version]"), "{lock}");
+    assert!(lock.contains("asked = \">=12.4,<13\""), "{lock}");
 }

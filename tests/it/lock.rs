@@ -298,3 +298,90 @@ fn paths_with_control_characters_are_shown_escaped() {
         assert!(err.contains("a\\nerror[FAKE]: b\\u{1b}[31m"), "{err:?}");
     }
 }
+
+/// A pip extra's PEP 508 marker: judged for the chosen Python and each platform of a fleet;
+/// where it holds it reaches the requirements files (pip judges it there) and never a `RUN`
+/// line, where it does not the package is in no file and `[excluded]` says why.
+#[test]
+fn a_marker_is_judged_per_platform_and_reaches_only_the_requirements() {
+    let tmp = tempdir();
+    let spec = tmp.path().join("envbuild.toml");
+    fs::write(
+        &spec,
+        "name = \"marked\"\npython = \"3.12\"\npytorch = \"2.14.1\"\n\
+         pip = [\n  'urllib3>=2.5.0 ; python_version>\"3.8\"',\n  \"tomli>=2.0; python_version < '3.11'\",\n  'nvidia-ml-py==12.560.30; platform_machine == \"aarch64\"',\n]\n\
+         [target]\nplatforms = [\"linux-64\", \"linux-aarch64\"]\n",
+    )
+    .unwrap();
+    let out = envbuild()
+        .args(["lock", "--no-closure"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let text = fs::read_to_string(tmp.path().join("envbuild.lock")).unwrap();
+    let lock = envbuild::core::lock::Lock::from_toml(&text).unwrap();
+    let arm = &lock.fleet[0];
+    // The marker in its canonical text; tomli left out on both, the aarch64-only package on x86_64.
+    let urllib3 = "urllib3>=2.5.0; python_version > \"3.8\"".to_string();
+    assert!(lock.install.pip.contains(&urllib3), "{text}");
+    assert!(arm.install.pip.contains(&urllib3), "{text}");
+    for l in [&lock, arm] {
+        assert!(l.excluded.contains_key("tomli"), "{text}");
+        assert!(!l.packages.contains_key("tomli"), "{text}");
+    }
+    assert!(lock.excluded["nvidia-ml-py"].contains("does not hold for Python 3.12 on x86_64"));
+    assert!(!lock.install.pip.iter().any(|p| p.contains("nvidia-ml-py")));
+    assert!(arm
+        .install
+        .pip
+        .contains(&"nvidia-ml-py==12.560.30; platform_machine == \"aarch64\"".to_string()));
+    // Rendered: the requirements carry the marker line; the Dockerfile only reads the file.
+    let out_dir = tmp.path().join("render");
+    let out = envbuild()
+        .arg("render")
+        .arg(tmp.path().join("envbuild.lock"))
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mut seen_requirements = false;
+    for entry in walk(&out_dir) {
+        let body = fs::read_to_string(&entry).unwrap_or_default();
+        let name = entry.file_name().unwrap().to_string_lossy().to_string();
+        assert!(!body.contains("tomli"), "{name}: {body}");
+        if name.starts_with("requirements") && body.contains("urllib3") {
+            seen_requirements = true;
+            assert!(body.lines().any(|l| l == urllib3), "{name}: {body}");
+        } else if name.ends_with(".yml") && body.contains("urllib3") {
+            // environment.yml's `pip:` list: one YAML string, the requirement as pip reads it.
+            let v = crate::render::yaml(&body);
+            let pip = v["dependencies"]
+                .as_array()
+                .and_then(|d| d.iter().find_map(|x| x.get("pip")))
+                .and_then(|p| p.as_array())
+                .unwrap_or_else(|| panic!("{name}: {body}"));
+            assert!(
+                pip.iter().any(|x| x.as_str() == Some(urllib3.as_str())),
+                "{name}: {body}"
+            );
+        } else {
+            assert!(!body.contains("python_version"), "{name}: {body}");
+        }
+    }
+    assert!(seen_requirements);
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -40,9 +40,8 @@ fn ranged(scan: &mut Scan, s: &str, name: &str) {
     let line = scan.line;
     let f = &mut scan.found;
     match name {
-        "pytorch-gpu" => {
-            f.pytorch_gpu.get_or_insert(None);
-        }
+        // conda-forge's metapackage for its CUDA build: bare (any release) or a range.
+        "pytorch-gpu" => f.pytorch_gpu = Some((req != ANY_VERSION).then_some(req)),
         "cpuonly" => f.cpuonly = line,
         "python" => {
             f.python = Some(req);
@@ -57,7 +56,10 @@ fn ranged(scan: &mut Scan, s: &str, name: &str) {
             f.pytorch_channel_selector = Some(req.clone());
             scan.note(IMPORT_CHANGED, format!("`{s}` is the pytorch channel's CUDA selector before torch 1.13; the spec writes it as `pytorch-cuda = \"{req}\"` and the lock installs the selector that torch release uses"));
         }
-        "cuda-version" => f.conda_cuda = Some(req),
+        "cuda-version" => {
+            f.conda_cuda = Some(req);
+            f.cuda_version_named = true;
+        }
         _ => {
             if let Some(c) = f.companion(name) {
                 c.listed = true;
@@ -153,7 +155,10 @@ fn pinned(scan: &mut Scan, s: &str, p: CondaPkg) {
             f.pytorch_channel_selector = Some(major_minor(&p.version));
             scan.note(IMPORT_CHANGED, format!("`{s}` is the pytorch channel's CUDA selector before torch 1.13; the spec writes it as `pytorch-cuda = \"{}\"` and the lock installs the selector that torch release uses", major_minor(&p.version)));
         }
-        "cuda-version" => f.conda_cuda = Some(major_minor(&p.version)),
+        "cuda-version" => {
+            f.conda_cuda = Some(major_minor(&p.version));
+            f.cuda_version_named = true;
+        }
         "pytorch-gpu" => f.pytorch_gpu = Some(Some(p.version.clone())),
         "torchvision" | "torchaudio" => {
             if let Some(c) = f.companion(&p.name) {
@@ -274,8 +279,9 @@ fn unknown_torch(scan: &mut Scan) -> bool {
 pub(super) fn torch(scan: &mut Scan, channels: &[String]) -> Option<(Source, String)> {
     let f = &mut scan.found;
     if f.pytorch.is_none() {
-        if let Some(Some(v)) = &f.pytorch_gpu {
-            f.pytorch = Some((v.clone(), None));
+        if let Some(v) = &f.pytorch_gpu {
+            let v = v.clone().unwrap_or_else(|| ANY_VERSION.into());
+            f.pytorch = Some((v, None));
         }
     }
     if let (Some(_), Some((v, line))) = (&f.pytorch, f.torch_pip.clone()) {

@@ -37,6 +37,8 @@ pub(super) struct Found {
     /// The CUDA a pytorch channel build string names (`py3.7_cuda9.0.176_cudnn7.1.2_2`).
     pub(super) build_cuda: Option<String>,
     pub(super) conda_cuda: Option<String>,
+    /// The file names conda-forge's selector `cuda-version` itself (the spec keeps that key).
+    pub(super) cuda_version_named: bool,
     pub(super) torch_pip: Option<(String, Option<usize>)>,
     pub(super) pip_variant: Option<String>,
     pub(super) torchvision: Companion,

@@ -15,7 +15,6 @@
 mod conda;
 mod env_file;
 mod found;
-mod marker;
 mod pip;
 mod platform;
 mod requirements;

@@ -96,19 +96,41 @@ pub(super) fn line(scan: &mut Scan, line: &str) {
 }
 
 /// `req; marker`: the marker judged for the target; the requirement is kept without it when it
-/// holds (said), dropped when it does not, refused at its line when it cannot be judged.
+/// holds (said), dropped when it does not. A marker that asks for a Python the file leaves open
+/// is carried on its extra, normalised, for the lock to judge once it chose the Python; any
+/// other marker that cannot be judged is refused at its line.
 fn marked(scan: &mut Scan, line: &str, req: &str, marker: &str) {
+    let refuse = |scan: &mut Scan, why: String, hint: &str| {
+        let d = Diagnostic::error(
+            INVALID_SPEC,
+            format!("`{line}` in {}: {why}", scan.shown_file()),
+        )
+        .with_hint(hint);
+        scan.error(d);
+    };
+    let parsed = match crate::core::marker::parse(marker) {
+        Ok(m) => m,
+        Err(why) => return refuse(
+            scan,
+            why,
+            "write the requirement without the marker if the target needs it, or remove the line",
+        ),
+    };
     let python = scan.found.python.as_deref().and_then(Version::parse);
-    let target = super::marker::Target {
+    let env = crate::core::marker::Env {
         machine: scan.machine,
-        python: python.clone(),
+        windows: false,
+        python: python.as_ref(),
     };
     let shown = format!(
         "Linux {}{}",
         scan.machine,
-        python.map(|p| format!(", Python {p}")).unwrap_or_default()
+        python
+            .as_ref()
+            .map(|p| format!(", Python {p}"))
+            .unwrap_or_default()
     );
-    match super::marker::holds(marker, &target) {
+    match parsed.holds(&env) {
         Ok(true) => {
             scan.note(
                 IMPORT_CHANGED,
@@ -117,14 +139,28 @@ fn marked(scan: &mut Scan, line: &str, req: &str, marker: &str) {
             self::line(scan, req);
         }
         Ok(false) => scan.drop_item(line, &format!("its marker excludes the target ({shown})")),
-        Err(why) => {
-            let d = Diagnostic::error(
-                INVALID_SPEC,
-                format!("`{line}` in {}: {why}", scan.shown_file()),
-            )
-            .with_hint("write the requirement without the marker if the target needs it, or remove the line");
-            scan.error(d);
+        Err(_) if python.is_none() && parsed.needs_python() => {
+            let name = req
+                .split(['=', '<', '>', '!', '~', ' ', '[', '@'])
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if ["torch", "torchvision", "torchaudio"].contains(&name.as_str()) {
+                return refuse(scan, format!("the marker on `{name}`, which the spec manages through its own keys, depends on the Python, which the file leaves open"), "pass `--python X.Y` to judge the marker at import, or write the line without it");
+            }
+            let before = scan.found.pip.len();
+            self::line(scan, req);
+            // The extra the line became (none when it was dropped, with its own note).
+            if scan.found.pip.len() == before + 1 {
+                let x = &mut scan.found.pip[before];
+                x.entry = format!("{}; {}", x.entry, parsed.canonical());
+            }
         }
+        Err(why) => refuse(
+            scan,
+            why,
+            "write the requirement without the marker if the target needs it, or remove the line",
+        ),
     }
 }
 

@@ -169,7 +169,7 @@ impl<'a> Scan<'a> {
             UNPINNED_VERSION,
             format!("`{dep}` in {} {why}", self.shown_file()),
         )
-        .with_hint(crate::core::spec::PIN_REFERENCE_HINT);
+        .with_hint(crate::core::spec::pin_reference_hint(dep));
         self.error(d);
     }
 

@@ -194,14 +194,23 @@ fn locations(out: &mut Out, key: &str, xs: &[(String, Option<usize>)]) {
 }
 
 /// The CUDA key of the source: `pytorch-cuda` for the pytorch channel, `cuda` for conda-forge
-/// and the wheel index, none for PyPI.
+/// (`cuda-version` when the file names it so) and the wheel index, none for PyPI.
 fn cuda_key(source: Source, f: &Found) -> String {
     match source {
         Source::PytorchChannel => format!(
             "pytorch-cuda = {}\n",
             q(f.pytorch_channel_selector.as_deref().unwrap_or(""))
         ),
-        Source::CondaForge => format!("cuda = {}\n", q(f.conda_cuda.as_deref().unwrap_or(""))),
+        // The file's own key: conda-forge's `cuda-version`, as written.
+        Source::CondaForge => format!(
+            "{} = {}\n",
+            if f.cuda_version_named {
+                "cuda-version"
+            } else {
+                "cuda"
+            },
+            q(f.conda_cuda.as_deref().unwrap_or(""))
+        ),
         Source::PytorchIndex => {
             let cuda = f
                 .pip_variant

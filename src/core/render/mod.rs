@@ -711,16 +711,22 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
         );
     }
     for s in &lock.install.pip {
-        // A pinned direct reference (`name @ git+https://...@<commit>`) passes the spec's own
-        // rule: one rule where the value enters and here, so a lock that locks also renders.
+        // A pinned direct reference (`name @ git+https://...@<commit>`) and a marker
+        // (`; python_version > "3.8"`, in its canonical text) pass the spec's own rules: one
+        // rule where the value enters and here, so a lock that locks also renders.
+        let (req, marker_ok) = match crate::core::spec::split_marker(s) {
+            Ok((req, Some(m))) => (req, s.split_once(';').is_some_and(|(_, w)| w.trim() == m)),
+            Ok((req, None)) => (req, true),
+            Err(_) => (s.as_str(), false),
+        };
         let direct = matches!(
-            crate::core::spec::parse_pip_pkg(s),
+            crate::core::spec::parse_pip_pkg(req),
             crate::core::spec::PkgParse::Ok(p) if p.url.is_some()
         );
         c.check(
             "install.pip",
             s,
-            direct || word(s, "._-=[],!<>~+*"),
+            marker_ok && (direct || word(req, "._-=[],!<>~+*")),
             "a pinned pip requirement",
         );
     }

@@ -13,6 +13,8 @@ use crate::core::version::Cc;
 
 /// Everything a lock is made of.
 pub(super) struct Parts<'a> {
+    /// The pip extras the markers leave out, with why (`core::resolve::markers`).
+    pub excluded: std::collections::BTreeMap<String, String>,
     pub spec: &'a Spec,
     pub table: &'a Table,
     pub spec_sha256: &'a str,
@@ -61,6 +63,7 @@ pub(super) fn lock(p: Parts<'_>) -> Lock {
         packages: p.packages.map,
         gpus: p.gpus,
         notes: p.packages.notes,
+        excluded: p.excluded,
         choices: spec.choices.clone(),
         closure_inputs: None,
         closure_sha256: None,

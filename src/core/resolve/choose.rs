@@ -50,12 +50,15 @@ impl Cell {
 
 /// The order of preference, lower first; one ordering for choices, `explain` and hints
 /// (docs/choosing.md says why): how the driver runs the build (natively, then through
-/// minor-version compatibility, then forward compatibility), the newest torch, a build and
+/// minor-version compatibility, then forward compatibility), a cubin (native SASS) for every
+/// target GPU before a build some GPU runs only through PTX JIT, the newest torch, a build and
 /// Python without caveats (not experimental), the newest CUDA for that torch, a Python not past
 /// its end of life, the newest Python.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Rank {
     driver: u8,
+    /// Some target GPU has no cubin in the build and runs it by JIT-compiling its PTX.
+    ptx: bool,
     torch: Reverse<Version>,
     caveat: bool,
     cuda: Reverse<Version>,
@@ -280,6 +283,7 @@ fn ranked(j: &Judged, t: &TorchRow, python_cell: &Cell, py: &Version) -> Option<
     let experimental = matches!(python_cell, Cell::Caveat(w) if w == "experimental");
     Some(Rank {
         driver: j.driver_tier,
+        ptx: j.gpus.iter().any(|g| matches!(g, Cell::Caveat(_))),
         torch: Reverse(t.version.clone()),
         caveat: j.caveat || experimental,
         cuda: Reverse(j.cuda.clone()),

@@ -26,6 +26,7 @@ mod gpu;
 mod hints;
 mod image;
 mod install;
+mod markers;
 mod packages;
 mod proposal;
 mod python;
@@ -194,6 +195,10 @@ fn rules(cx: &Ctx, t: &TorchRow, spec_sha256: &str, found: &mut Findings) -> Opt
     found.ask_all(checks, Ask::FitsTarget { selector: chosen });
     channels::check(spec, t, &mut found.diags);
     channels::insecure(spec, &mut found.diags);
+    // The markers judged for the chosen Python and this platform: what they exclude is not
+    // installed, and the lock says why.
+    let judged = markers::judge(spec, &mut found.diags);
+    let spec = judged.spec.as_ref().unwrap_or(spec);
     let pkgs = packages::collect(spec, table, t, &py_minor, &mut found.diags);
     if !python_ok || found.has_errors() {
         return None;
@@ -201,6 +206,7 @@ fn rules(cx: &Ctx, t: &TorchRow, spec_sha256: &str, found: &mut Findings) -> Opt
     let base = image::base(spec, table, &py_minor, &build, &mut found.diags)?;
     let lines = install::lines(spec, t, &selector, &build, &pkgs, base.kind);
     Some(assemble::lock(assemble::Parts {
+        excluded: judged.excluded,
         spec,
         table,
         spec_sha256,

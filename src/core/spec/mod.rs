@@ -26,8 +26,8 @@ mod validate;
 pub use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 pub use locator::Locator;
 pub use packages::{
-    bare_reference, parse_conda_pkg, parse_pip_pkg, BareReference, PkgParse, PIN_REFERENCE_HINT,
-    REFERENCE_UNPINNED,
+    bare_reference, parse_conda_pkg, parse_pip_pkg, pin_reference_hint, split_marker,
+    BareReference, PkgParse, PIN_REFERENCE_HINT, REFERENCE_UNPINNED,
 };
 pub use pins::{satisfies, Pin};
 pub use ranges::{Asked, Choice, Req, Syntax};
@@ -208,6 +208,11 @@ pub struct PipPkg {
     pub version: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub url: Option<String>,
+    /// A PEP 508 marker in its canonical text (`python_version > "3.8"`): the lock judges it
+    /// for the chosen Python and each platform, and leaves the package out where it does not
+    /// hold.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub marker: Option<String>,
 }
 
 impl PipPkg {
@@ -218,7 +223,16 @@ impl PipPkg {
             && (self.version == ANY_VERSION || self.version.starts_with(['<', '>', '=', '!', '~']))
     }
 
+    /// The pip requirement line, with the marker after `; ` when there is one.
     pub fn requirement(&self) -> String {
+        match &self.marker {
+            Some(m) => format!("{}; {m}", self.unmarked()),
+            None => self.unmarked(),
+        }
+    }
+
+    /// The requirement without its marker.
+    fn unmarked(&self) -> String {
         let extras = if self.extras.is_empty() {
             String::new()
         } else {

@@ -136,6 +136,7 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
         extras,
         version: version.to_string(),
         url: None,
+        marker: None,
     })
 }
 
@@ -144,6 +145,30 @@ pub const REFERENCE_UNPINNED: &str =
     "is a direct reference without a commit (`@<40-hex sha>`) or a `#sha256=` hash";
 /// How to pin a direct reference, wherever it was written.
 pub const PIN_REFERENCE_HINT: &str = "pin it: end a git URL with `@<40-hex commit>` (a branch or tag moves), or an archive URL with `#sha256=<64 hex>`";
+
+/// The hint for `name @ URL` at a branch, a tag or no ref: the very line to write, and how to
+/// find its commit (or an archive's sha256). envbuild follows no branch: the lock would move
+/// with it, and the closure builds nothing, so it cannot read a moving reference's metadata.
+pub fn pin_reference_hint(requirement: &str) -> String {
+    let Some((name, url)) = requirement.split_once('@') else {
+        return PIN_REFERENCE_HINT.to_string();
+    };
+    let (name, url) = (name.trim(), url.trim());
+    if let Some(rest) = url.strip_prefix("git+") {
+        let (base, git_ref) = match rest.rsplit_once('@') {
+            Some((b, r)) if b.contains("://") && !r.contains('/') => (b, r),
+            _ => (rest, "HEAD"),
+        };
+        let base = base.split('#').next().unwrap_or(base);
+        return format!(
+            "write \"{name} @ git+{base}@<40-hex commit>\"; `git ls-remote {base} {git_ref}` prints the commit {git_ref} is at now (a branch or tag moves, so the lock pins the commit)"
+        );
+    }
+    let base = url.split('#').next().unwrap_or(url);
+    format!(
+        "write \"{name} @ {base}#sha256=<64 hex>\"; `curl -sL {base} | sha256sum` prints it (the archive behind a URL can change, so the lock pins its hash)"
+    )
+}
 
 /// `name @ URL`: pinned when the URL names a git commit (`git+https://...@<40 hex>`) or an
 /// archive's sha256 (`https://...#sha256=<64 hex>`); the commit or hash is its version.
@@ -181,6 +206,7 @@ fn direct_reference(name: String, extras: Vec<String>, url: &str) -> PkgParse<Pi
             extras,
             version,
             url: Some(url.to_string()),
+            marker: None,
         }),
         None => PkgParse::Unpinned {
             name,
@@ -314,39 +340,72 @@ fn conda_list(cx: &mut Ctx, lines: &[String]) -> Vec<CondaPkg> {
 fn pip_list(cx: &mut Ctx, lines: &[String]) -> Vec<PipPkg> {
     let mut pip = Vec::new();
     for p in lines {
-        if let Some(b) = bare_reference(p) {
-            if cx.safe("pip", &b.url) {
+        let (p, marker) = match split_marker(p) {
+            Ok(x) => x,
+            Err(m) => {
                 cx.err(
-                    UNNAMED_REFERENCE,
+                    INVALID_SPEC,
                     "pip",
-                    format!("pip line `{p}` installs from a URL without naming the package"),
-                    Some(b.hint()),
+                    m,
+                    Some(crate::core::marker::HINT.into()),
                 );
+                continue;
             }
-            continue;
-        }
-        if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
-            continue;
-        }
-        match parse_pip_pkg(p) {
-            PkgParse::Ok(pkg) => pip.push(pkg),
-            PkgParse::Unpinned { .. } if pip_range(p).is_some() => {
-                pip.extend(pip_range(p));
-            }
-            PkgParse::Unpinned { name, why } => cx.err(
-                UNPINNED_VERSION,
-                "pip",
-                format!("pip package `{p}` {why}"),
-                Some(if why == REFERENCE_UNPINNED {
-                    PIN_REFERENCE_HINT.to_string()
-                } else {
-                    format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")
-                }),
-            ),
-            PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
+        };
+        let before = pip.len();
+        pip_entry(cx, p, &mut pip);
+        for x in &mut pip[before..] {
+            x.marker.clone_from(&marker);
         }
     }
     pip
+}
+
+/// `req; marker` as the requirement and the marker's canonical text, or why the marker is not
+/// one envbuild reads. A bare reference's URL keeps its `;`-free text as it is.
+pub fn split_marker(line: &str) -> Result<(&str, Option<String>), String> {
+    let Some((req, marker)) = line.split_once(';') else {
+        return Ok((line, None));
+    };
+    match crate::core::marker::parse(marker.trim()) {
+        Ok(m) => Ok((req.trim_end(), Some(m.canonical()))),
+        Err(why) => Err(format!("pip line `{line}`: {why}")),
+    }
+}
+
+/// One pip line without its marker, pushed onto `pip` when it is an extra the spec takes.
+fn pip_entry(cx: &mut Ctx, p: &str, pip: &mut Vec<PipPkg>) {
+    if let Some(b) = bare_reference(p) {
+        if cx.safe("pip", &b.url) {
+            cx.err(
+                UNNAMED_REFERENCE,
+                "pip",
+                format!("pip line `{p}` installs from a URL without naming the package"),
+                Some(b.hint()),
+            );
+        }
+        return;
+    }
+    if !range_like(p) && !cx.safe("pip", without_hash_fragment(p)) {
+        return;
+    }
+    match parse_pip_pkg(p) {
+        PkgParse::Ok(pkg) => pip.push(pkg),
+        PkgParse::Unpinned { .. } if pip_range(p).is_some() => {
+            pip.extend(pip_range(p));
+        }
+        PkgParse::Unpinned { name, why } => cx.err(
+            UNPINNED_VERSION,
+            "pip",
+            format!("pip package `{p}` {why}"),
+            Some(if why == REFERENCE_UNPINNED {
+                pin_reference_hint(p)
+            } else {
+                format!("pin an exact version, e.g. \"{name}==<version>\"; `pip index versions {name}` lists them")
+            }),
+        ),
+        PkgParse::Invalid(m) => cx.err(INVALID_SPEC, "pip", m, Some("write pip packages as \"name==version\"".into())),
+    }
 }
 
 /// `name[extras]>=0.8,<1`: a PEP 440 range (operators, versions, commas; no spaces kept), for
@@ -610,6 +669,29 @@ mod tests {
             parse_pip_pkg("x @ file:///tmp/x.whl"),
             PkgParse::Invalid(_)
         ));
+    }
+
+    /// A reference at a branch, a tag or no ref: the hint is the line to write and how to find
+    /// what it pins.
+    #[test]
+    fn an_unpinned_reference_is_hinted_with_the_line_to_write() {
+        assert_eq!(
+            pin_reference_hint("clip @ git+https://github.com/openai/CLIP.git@main"),
+            "write \"clip @ git+https://github.com/openai/CLIP.git@<40-hex commit>\"; `git ls-remote https://github.com/openai/CLIP.git main` prints the commit main is at now (a branch or tag moves, so the lock pins the commit)"
+        );
+        let h = pin_reference_hint(
+            "taming-transformers @ git+https://github.com/CompVis/taming-transformers.git",
+        );
+        assert!(
+            h.starts_with("write \"taming-transformers @ git+https://github.com/CompVis/taming-transformers.git@<40-hex commit>\"")
+                && h.contains("git ls-remote https://github.com/CompVis/taming-transformers.git HEAD"),
+            "{h}"
+        );
+        let h = pin_reference_hint("x @ https://example.org/x-1.0.whl");
+        assert!(
+            h.starts_with("write \"x @ https://example.org/x-1.0.whl#sha256=<64 hex>\""),
+            "{h}"
+        );
     }
 
     #[test]

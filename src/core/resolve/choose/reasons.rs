@@ -27,6 +27,28 @@ pub(super) fn choices(
         }
         _ => "it locks for this target",
     };
+    // A GPU served only by PTX JIT is said: the order took it because no build in the ranges
+    // carries a cubin for every GPU.
+    let jit: Vec<String> = w
+        .gpus
+        .iter()
+        .zip(&c.gpus)
+        .filter_map(|(g, cell)| match cell {
+            Cell::Caveat(p) => Some(format!(
+                "{g} runs it through PTX JIT ({})",
+                p.trim_start_matches("PTX ")
+            )),
+            _ => None,
+        })
+        .collect();
+    let mode = if jit.is_empty() {
+        mode.to_string()
+    } else {
+        format!(
+            "{mode}; no build there carries a cubin for every target GPU: {}",
+            jit.join(" and ")
+        )
+    };
     let kept =
         "kept from the lock: it still satisfies the spec (`envbuild lock --upgrade` chooses again)";
     let sel_key = u.rest.selector_key();

@@ -182,3 +182,109 @@ fn cuda_version_beside_cuda_or_for_another_source_is_refused() {
         assert_eq!(at, line, "{e}");
     }
 }
+
+/// The fixture table with torch 2.14's cu130 wheel (and, with `both`, its cu126 wheel too)
+/// carrying no sm_90 cubin, only compute_86 PTX: an H100 runs it by PTX JIT.
+fn ptx_only_table(both: bool) -> Table {
+    let native = "arch = [\"7.5\", \"8.0\", \"8.6\", \"9.0\", \"10.0\", \"12.0\"]\nptx = [\"12.0\"]\nsource = \"fx\"\n\n[[wheel_aarch64]]";
+    let jit = "arch = [\"7.5\", \"8.0\", \"8.6\", \"10.0\", \"12.0\"]\nptx = [\"8.6\"]\nsource = \"fx\"\n\n[[wheel_aarch64]]";
+    assert!(FIXTURE.contains(native), "the fixture's last cu130 row");
+    let mut text = FIXTURE.replace(native, jit);
+    if both {
+        let cu126 = "torch = \"2.14\"\nvariant = \"cu126\"\ncuda = \"12.6.3\"\ncudnn = \"9.10.2.21\"\narch = [\"6.0\", \"7.0\", \"7.5\", \"8.0\", \"8.6\", \"9.0\"]\nptx = []";
+        assert!(text.contains(cu126), "the fixture's 2.14 cu126 row");
+        text = text.replace(
+            cu126,
+            &cu126
+                .replace(", \"9.0\"]", "]")
+                .replace("ptx = []", "ptx = [\"8.6\"]"),
+        );
+    }
+    Table::parse(&text, "fixture").unwrap_or_else(|f| panic!("{f}"))
+}
+
+/// The spec `body` for H100 on R580, parsed (and so chosen) against `t`.
+fn on_h100(body: &str, t: &Table) -> Spec {
+    let text =
+        format!("name = \"fleet\"\n{body}\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H100\"]\n");
+    parse_spec(&text, Format::Toml, "spec.toml", t).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_cubin_for_every_gpu_comes_before_ptx_jit_in_the_choice_and_in_explain() {
+    // 2.14.1's cu130 serves H100 only by JIT-compiling PTX, its cu126 by a cubin: the choice
+    // takes cu126 although cu130 is the newer CUDA (the same table's unmodified rows choose
+    // cu130, `a_mixed_fleet_takes_the_newest_build_every_gpu_runs`).
+    let t = ptx_only_table(false);
+    let s = on_h100(ANY_INDEX, &t);
+    let lock = resolve(&s, &t, "0").lock.expect("a lock");
+    assert_eq!(
+        (s.pytorch.to_string(), lock.cuda.as_str()),
+        ("2.14.1".into(), "12.6.3")
+    );
+    assert!(
+        lock.gpus.iter().all(|g| g.runs_via == "sm_90"),
+        "{:?}",
+        lock.gpus
+    );
+    // explain weighs in the same order: the cubin build first, the PTX one after it.
+    let u = match crate::core::spec::parse_ranged(
+        &format!(
+            "name = \"fleet\"\n{ANY_INDEX}\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H100\"]\n"
+        ),
+        Format::Toml,
+        "spec.toml",
+        &t,
+    ) {
+        Ok(crate::core::spec::Parsed::Ranged(u)) => u,
+        _ => panic!("a ranged spec"),
+    };
+    let w = crate::core::resolve::choose::weigh(&u, &t, &Default::default(), true);
+    let at = |name: &str| {
+        w.candidates
+            .iter()
+            .position(|c| c.pytorch.to_string() == "2.14.1" && c.build_name == name)
+            .unwrap_or_else(|| panic!("2.14.1 {name} weighed"))
+    };
+    assert!(at("cu126") < at("cu130"));
+    assert_eq!(w.chosen, Some(at("cu126")));
+}
+
+#[test]
+fn an_older_torch_with_cubins_beats_a_newer_one_only_ptx_serves_and_the_reason_says_so() {
+    // Every 2.14.1 build reaches H100 only by PTX: 2.11.0's cu130, with its sm_90 cubin, wins.
+    let t = ptx_only_table(true);
+    let s = on_h100(ANY_INDEX, &t);
+    let lock = resolve(&s, &t, "0").lock.expect("a lock");
+    assert_eq!(
+        (s.pytorch.to_string(), lock.cuda.as_str()),
+        ("2.11.0".into(), "13.0.2")
+    );
+    assert!(!s.choices["pytorch"].reason.contains("PTX"));
+    // Held to 2.14, PTX JIT is all there is: chosen, and the reason names the GPU.
+    let held = ANY_INDEX.replace("pytorch = \"*\"", "pytorch = \"==2.14.*\"");
+    let s = on_h100(&held, &t);
+    assert_eq!(s.pytorch.to_string(), "2.14.1");
+    let why = &s.choices["pytorch"].reason;
+    assert!(
+        why.contains("no build there carries a cubin for every target GPU: H100 (sm_90) runs it through PTX JIT (compute_86)"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_hint_prefers_a_cubin_build_as_the_chooser_does() {
+    // torch 2.14.1 has no cu129: the hint names the build a range would choose, cu126 (a cubin
+    // for H100), not the newer cu130 (PTX JIT only).
+    let t = ptx_only_table(false);
+    let text = "name = \"t\"\npython = \"3.11\"\npytorch = \"2.14.1\"\ncuda = \"12.9\"\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H100\"]\n";
+    let s = parse_spec(text, Format::Toml, "spec.toml", &t).unwrap();
+    let r = resolve(&s, &t, "0");
+    let d = r
+        .diagnostics
+        .iter()
+        .find(|d| d.code == crate::core::resolve::codes::NO_SUCH_VARIANT)
+        .unwrap_or_else(|| panic!("{:#?}", r.diagnostics));
+    let hint = d.hint.as_deref().unwrap();
+    assert!(hint.contains("cuda = \"12.6\""), "{hint}");
+}
