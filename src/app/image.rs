@@ -236,13 +236,14 @@ pub fn check_lock(table: &Table, spec: &Path, update_lock: bool) -> Result<LockC
 
 /// The image of `lock`, rendered in memory for `variants`, with the lock's `[image] wheels`
 /// directory read from beside `spec`. `templates` overrides the embedded templates;
-/// `pip_mirror` (`--pip-mirror`) is where pip installs from (the tag stays the lock's).
+/// `mirrors` (`--pip-mirror`, `--conda-mirror`) are where pip and conda install from (the tag
+/// stays the lock's).
 pub fn rendered_image(
     lock: &Lock,
     variants: &[String],
     templates: Option<&Path>,
     spec: &Path,
-    pip_mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
 ) -> Result<RenderedImage, Failure> {
     let lock_hash = lock
         .hash()
@@ -267,13 +268,14 @@ pub fn rendered_image(
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let mut files = render_files(lock, templates, spec_dir, None)?;
+    let none = crate::core::closure::Mirrors::default();
+    let mut files = render_files(lock, templates, spec_dir, &none)?;
     // The identity is of the files as rendered (a conda token's placeholder, not the token),
-    // and without a pip mirror: the hashes make a mirror's install the same environment, as
-    // the CA bundle and proxies leave it the same.
+    // and without mirrors: the hashes make a mirror's install the same environment, as the CA
+    // bundle and proxies leave it the same.
     let content = content_sha256(&lock_hash, &files);
-    if pip_mirror.is_some() {
-        files = render_files(lock, templates, spec_dir, pip_mirror)?;
+    if !mirrors.is_none() {
+        files = render_files(lock, templates, spec_dir, mirrors)?;
     }
     fill_conda_token(&mut files)?;
     Ok(RenderedImage {
@@ -331,9 +333,9 @@ fn render_files(
     lock: &Lock,
     templates: Option<&Path>,
     spec_dir: &Path,
-    pip_mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
 ) -> Result<BTreeMap<String, Vec<u8>>, Failure> {
-    let rendered = super::render::render_with(lock, templates, pip_mirror)?;
+    let rendered = super::render::render_with(lock, templates, mirrors)?;
     let mut files: BTreeMap<String, Vec<u8>> = rendered
         .context_files()
         .map(|(p, b)| (p.to_string(), b.to_vec()))
@@ -1002,8 +1004,9 @@ mod tests {
         let host = dir.path().join("host.pem").to_string_lossy().into_owned();
         let env = |k: &str| (k == "SSL_CERT_FILE").then(|| host.clone());
         let slot = crate::core::render::CA_BUNDLE_FILE;
-        let fresh =
-            |lock: &Lock| rendered_image(lock, &["runtime".into()], None, &spec, None).unwrap();
+        let fresh = |lock: &Lock| {
+            rendered_image(lock, &["runtime".into()], None, &spec, &Default::default()).unwrap()
+        };
 
         let mut r = fresh(&lock);
         assert!(!String::from_utf8_lossy(&r.files[slot]).contains("BEGIN CERTIFICATE"));
@@ -1045,14 +1048,22 @@ mod tests {
         let host = dir.path().join("host.pem").to_string_lossy().into_owned();
         let env = |k: &str| (k == "REQUESTS_CA_BUNDLE").then(|| host.clone());
         let slot = crate::core::render::CA_BUNDLE_FILE;
-        let mut r = rendered_image(&lock, &["runtime".into()], None, &spec, None).unwrap();
+        let mut r =
+            rendered_image(&lock, &["runtime".into()], None, &spec, &Default::default()).unwrap();
         let origin = add_ca_bundle(&mut r, &lock, &spec, env).unwrap().unwrap();
         assert!(origin.starts_with("REQUESTS_CA_BUNDLE"), "{origin}");
         assert_eq!(r.files[slot], pem.as_bytes());
         // A conda lock without a closure solves in the same throwaway stage, with the bundle.
         let plain = include_str!("../../specs/conda-forge-torch210/envbuild.lock");
         let plain = Lock::from_toml(plain).expect("lock");
-        let mut r = rendered_image(&plain, &["runtime".into()], None, &spec, None).unwrap();
+        let mut r = rendered_image(
+            &plain,
+            &["runtime".into()],
+            None,
+            &spec,
+            &Default::default(),
+        )
+        .unwrap();
         assert!(add_ca_bundle(&mut r, &plain, &spec, env).unwrap().is_some());
         assert_eq!(r.files[slot], pem.as_bytes());
     }
@@ -1069,9 +1080,22 @@ mod tests {
             Lock::from_toml(&std::fs::read_to_string(path).unwrap()).expect("lock")
         };
         let spec = Path::new("envbuild.toml");
-        let wheel = rendered_image(&lock_of("torch29-cu128"), &[], None, spec, None).unwrap();
-        let conda =
-            rendered_image(&lock_of("conda-forge-torch210"), &[], None, spec, None).unwrap();
+        let wheel = rendered_image(
+            &lock_of("torch29-cu128"),
+            &[],
+            None,
+            spec,
+            &Default::default(),
+        )
+        .unwrap();
+        let conda = rendered_image(
+            &lock_of("conda-forge-torch210"),
+            &[],
+            None,
+            spec,
+            &Default::default(),
+        )
+        .unwrap();
         assert!(!has_install_stage(&wheel));
         assert!(!has_install_stage(&conda));
         // One Dockerfile only (an override that does not use `buildkit`): the classic form.

@@ -30,20 +30,20 @@ pub struct Prepared {
 }
 
 /// Check `spec`'s lock (or rewrite it, with `update_lock`) and render its image for `variants`
-/// (pip pointed at `pip_mirror` when given).
+/// (pip and conda pointed at `mirrors` when given).
 pub fn prepare(
     table: &crate::core::compat::Table,
     spec: &Path,
     update_lock: bool,
     variants: &[String],
     templates: Option<&Path>,
-    pip_mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
 ) -> Result<Prepared, Failure> {
     let checked = check_lock(table, spec, update_lock)?;
     let Some(lock) = checked.lock else {
         return Err(Failure::new(checked.diagnostics));
     };
-    let rendered = rendered_image(&lock, variants, templates, spec, pip_mirror)?;
+    let rendered = rendered_image(&lock, variants, templates, spec, mirrors)?;
     Ok(Prepared {
         lock,
         rendered,

@@ -94,6 +94,9 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         let mode = if req.locked || req.offline {
             ClosureMode::Offline {
                 why: if req.locked { "--locked" } else { "--offline" },
+                // `--offline` may solve a conda closure from the repodata cache; `--locked`
+                // only checks the lock on disk.
+                conda_cache: !req.locked,
             }
         } else {
             ClosureMode::Resolve {
@@ -314,7 +317,12 @@ pub enum ClosureMode<'a> {
         upgrade_packages: &'a [String],
     },
     /// Reuse only; `why` names what forbids resolving (`--offline`, `--locked`, `render`).
-    Offline { why: &'static str },
+    /// `conda_cache` (`--offline`): a conda closure (no pip part) whose inputs changed is
+    /// solved from the repodata cache instead, with no request.
+    Offline {
+        why: &'static str,
+        conda_cache: bool,
+    },
 }
 
 /// The glibc the closure is resolved for: the target's, else the table's base image's, else the
@@ -523,12 +531,14 @@ impl Plan {
     }
 
     /// Run the resolver(s); `held` keeps every package of the lock on disk but the ones
-    /// `--upgrade-package` names at its locked version (and build, for conda). The closure,
-    /// and the tool that resolved its pip part.
+    /// `--upgrade-package` names at its locked version (and build, for conda); `cached`: the
+    /// conda repodata from the cache alone. The closure, and the tool that resolved its pip
+    /// part.
     fn resolve(
         &self,
         held: &Held,
         uv: Option<&Path>,
+        cached: bool,
     ) -> Result<(Vec<crate::core::lock::ClosurePkg>, Option<String>), Failure> {
         use crate::infra::uv_resolve;
         match (self, uv) {
@@ -536,7 +546,7 @@ impl Plan {
                 let r = uv_resolve::resolve(uv, i, &held.pip, &[])?;
                 Ok((r.closure, Some(r.resolver)))
             }
-            (Plan::Conda(e, alias), uv) => resolve_conda(e, alias, held, uv),
+            (Plan::Conda(e, alias), uv) => resolve_conda(e, alias, held, uv, cached),
             (Plan::Pip(_), None) => Err(Failure::bug("a pip closure planned without uv")),
         }
     }
@@ -550,12 +560,14 @@ enum ClosureStep {
         resolver: Option<String>,
         hash: String,
     },
-    /// A fresh resolution (uv found already when the closure has a pip part).
+    /// A fresh resolution (uv found already when the closure has a pip part); `cached`: the
+    /// conda repodata from the cache alone (`--offline`).
     Resolve {
         plan: Box<Plan>,
         held: Held,
         uv: Option<std::path::PathBuf>,
         hash: String,
+        cached: bool,
     },
 }
 
@@ -573,8 +585,9 @@ impl ClosureStep {
                 held,
                 uv,
                 hash,
+                cached,
             } => {
-                let (closure, resolver) = plan.resolve(&held, uv.as_deref())?;
+                let (closure, resolver) = plan.resolve(&held, uv.as_deref(), cached)?;
                 (closure, resolver, hash)
             }
         };
@@ -595,10 +608,11 @@ fn resolve_conda(
     alias: &str,
     held: &Held,
     uv: Option<&Path>,
+    cached: bool,
 ) -> Result<(Vec<crate::core::lock::ClosurePkg>, Option<String>), Failure> {
     use crate::core::closure::{codes::CLOSURE_RESOLVE_FAILED, conda};
     use crate::infra::{conda_solve, uv_resolve};
-    let solved = conda_solve::resolve(&env.conda, alias, &held.conda)?;
+    let solved = conda_solve::resolve(&env.conda, alias, &held.conda, cached)?;
     let entries = conda::to_closure(&solved).map_err(|m| {
         Failure::one(Diagnostic::error(CLOSURE_RESOLVE_FAILED, m).with_hint(
             "a closure lock records each package's sha256 and md5: use a channel whose repodata.json carries both",
@@ -684,7 +698,22 @@ fn plan_closure(
             resolver: o.closure_resolver.clone(),
             hash,
         },
-        (_, ClosureMode::Offline { why }) => {
+        // `--offline` and a conda closure without a pip part: solved from the repodata cache
+        // (no request; a subdir it lacks is refused by name). A pip part keeps --offline's
+        // meaning: uv is never run.
+        (
+            _,
+            ClosureMode::Offline {
+                conda_cache: true, ..
+            },
+        ) if matches!(&plan, Plan::Conda(e, _) if e.pip.is_none()) => ClosureStep::Resolve {
+            plan: Box::new(plan),
+            held,
+            uv: None,
+            hash,
+            cached: true,
+        },
+        (_, ClosureMode::Offline { why, .. }) => {
             return Ok(Err(Diagnostic::error(
                 CLOSURE_NEEDS_RESOLUTION,
                 format!(
@@ -704,6 +733,7 @@ fn plan_closure(
                 held,
                 uv,
                 hash,
+                cached: false,
             }
         }
     }))
@@ -873,7 +903,7 @@ fn attach_base_digest(
             return Ok(Ok(Vec::new()));
         }
     }
-    if let ClosureMode::Offline { why } = mode {
+    if let ClosureMode::Offline { why, .. } = mode {
         return Ok(Err(Diagnostic::error(
             crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION,
             format!(
@@ -1013,7 +1043,10 @@ mod tests {
     fn the_base_digest_is_reused_until_the_base_changes_or_upgrade() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("envbuild.lock");
-        let offline = ClosureMode::Offline { why: "--locked" };
+        let offline = ClosureMode::Offline {
+            why: "--locked",
+            conda_cache: false,
+        };
         let ask = |lock: &mut Lock, mode, f: &Fake| {
             attach_base_digest(lock, &OnDisk::read(&path), mode, f, false).unwrap()
         };
@@ -1105,7 +1138,13 @@ mod tests {
             Some("no registry answers")
         );
         std::fs::write(&path, lock.to_toml().unwrap()).unwrap();
-        for mode in [RESOLVE, ClosureMode::Offline { why: "--locked" }] {
+        for mode in [
+            RESOLVE,
+            ClosureMode::Offline {
+                why: "--locked",
+                conda_cache: false,
+            },
+        ] {
             let mut again = example();
             let w = attach_base_digest(&mut again, &OnDisk::read(&path), mode, &none, false);
             assert_eq!(w, Ok(Ok(vec![])));

@@ -53,7 +53,10 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
             }
             if loaded.spec.lock.is_full() {
                 let path = super::lock_path(input, None);
-                let mode = super::lock::ClosureMode::Offline { why: "render" };
+                let mode = super::lock::ClosureMode::Offline {
+                    why: "render",
+                    conda_cache: false,
+                };
                 let on_disk = super::lock::OnDisk::read(&path);
                 // The lock beside the spec verifies itself before its closure is taken.
                 let problems = on_disk
@@ -83,23 +86,23 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
     })
 }
 
-/// Render a lock in memory, with `--templates DIR` read first when given, and pip pointed at
-/// `pip_mirror` (`--pip-mirror`, checked) when given.
+/// Render a lock in memory, with `--templates DIR` read first when given, and pip and conda
+/// pointed at `mirrors` (`--pip-mirror`, `--conda-mirror`, checked) when given.
 pub fn render_with(
     lock: &Lock,
     templates: Option<&Path>,
-    pip_mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
 ) -> Result<Rendered, Failure> {
     let overrides = match templates {
         Some(dir) => Some(crate::infra::fs::read_template_dir(dir)?),
         None => None,
     };
-    let pip_mirror = pip_mirror.map(str::to_string);
     render(
         lock,
         &RenderOptions {
             overrides,
-            pip_mirror,
+            pip_mirror: mirrors.pip.clone(),
+            conda_mirror: mirrors.conda.clone(),
         },
     )
 }
@@ -119,15 +122,15 @@ pub struct Written {
     pub changed: usize,
 }
 
-/// Render `lock` (pip pointed at `pip_mirror` when given) and write every file under `out`, all
-/// or nothing.
+/// Render `lock` (pip and conda pointed at `mirrors` when given) and write every file under
+/// `out`, all or nothing.
 pub fn write(
     lock: &Lock,
     templates: Option<&Path>,
-    pip_mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
     out: &Path,
 ) -> Result<Written, Failure> {
-    let rendered = render_with(lock, templates, pip_mirror)?;
+    let rendered = render_with(lock, templates, mirrors)?;
     // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
     // gives rendered files 0644 (scripts 0755): a build context keeps modes.
     let files: Vec<(PathBuf, Vec<u8>)> = rendered

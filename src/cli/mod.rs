@@ -168,7 +168,8 @@ pub struct LockArgs {
     /// the lock's version.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["locked", "offline", "upgrade", "no_closure"])]
     pub upgrade_package: Vec<String>,
-    /// Never run the closure resolver (no network): reuse the closure on disk or fail.
+    /// No network: reuse the closure on disk, or solve a conda closure (no pip part) from the
+    /// repodata cache; else fail.
     #[arg(long)]
     pub offline: bool,
     /// The table-level lock only (python, torch and its companions, the extras; no closure,
@@ -196,6 +197,12 @@ pub struct RenderArgs {
     // URL's credentials.
     #[arg(long, value_name = "URL", env = "ENVBUILD_PIP_MIRROR")]
     pub pip_mirror: Option<String>,
+    /// Install the lock's conda packages from this mirror of their channels (a channel alias:
+    /// `URL/CHANNEL/SUBDIR/FILE`); the lock is unchanged, and each file is checked against the
+    /// lock's md5.
+    // Checked by `parse::mirrors` in the command, as --pip-mirror is.
+    #[arg(long, value_name = "URL", env = "ENVBUILD_CONDA_MIRROR")]
+    pub conda_mirror: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -319,6 +326,12 @@ pub struct ImageArgs {
     // URL's credentials.
     #[arg(long, value_name = "URL", env = "ENVBUILD_PIP_MIRROR")]
     pub pip_mirror: Option<String>,
+    /// Install the lock's conda packages from this mirror of their channels (a channel alias:
+    /// `URL/CHANNEL/SUBDIR/FILE`); the lock is unchanged, and each file is checked against the
+    /// lock's md5.
+    // Checked by `parse::mirrors` in the command, as --pip-mirror is.
+    #[arg(long, value_name = "URL", env = "ENVBUILD_CONDA_MIRROR")]
+    pub conda_mirror: Option<String>,
 }
 
 /// `matrix --format`.

@@ -26,12 +26,24 @@ pub fn cache_source(s: &str) -> Result<String, String> {
     crate::core::image_ref::parse_cache_source(s)
 }
 
-/// A mirror for `image`/`render --pip-mirror` (see `core::closure::pip_mirror`), checked by the
-/// command (a usage error that never shows the URL's credentials).
-pub fn pip_mirror(s: Option<&str>) -> Result<Option<String>, crate::core::diag::Failure> {
-    s.map(crate::core::closure::pip_mirror)
-        .transpose()
-        .map_err(|m| crate::core::diag::Failure::usage(m, None))
+/// The mirrors of `image`/`render --pip-mirror` and `--conda-mirror` (see
+/// `core::closure::pip_mirror` and `conda_mirror`), checked by the command (a usage error that
+/// never shows the URL's credentials).
+pub fn mirrors(
+    pip: Option<&str>,
+    conda: Option<&str>,
+) -> Result<crate::core::closure::Mirrors, crate::core::diag::Failure> {
+    let usage = |m| crate::core::diag::Failure::usage(m, None);
+    Ok(crate::core::closure::Mirrors {
+        pip: pip
+            .map(crate::core::closure::pip_mirror)
+            .transpose()
+            .map_err(usage)?,
+        conda: conda
+            .map(crate::core::closure::conda_mirror)
+            .transpose()
+            .map_err(usage)?,
+    })
 }
 
 /// A day for `table learn --date`: `YYYY-MM-DD` (see `core::learn::is_date`).

@@ -9,7 +9,8 @@ use crate::core::compat::Table;
 use crate::core::diag::{exit, Failure};
 
 pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
-    let mirror = crate::cli::parse::pip_mirror(args.pip_mirror.as_deref())?;
+    let mirrors =
+        crate::cli::parse::mirrors(args.pip_mirror.as_deref(), args.conda_mirror.as_deref())?;
     let lock = match app::lock_for(&args.input, table)? {
         app::LockFor::Ready { lock, warnings } => {
             eprint_diagnostics(&warnings);
@@ -24,7 +25,7 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
         .out
         .clone()
         .map_or_else(|| app::default_out(&args.input), Ok)?;
-    let w = app::write(&lock, args.templates.as_deref(), mirror.as_deref(), &out)?;
+    let w = app::write(&lock, args.templates.as_deref(), &mirrors, &out)?;
     eprintln!(
         "rendered {} files into {} ({} changed)",
         w.files,

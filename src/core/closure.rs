@@ -233,30 +233,69 @@ fn wheel_rank(file: &str, supported: &[String]) -> Option<usize> {
 /// written into the rendered files and the image's layers) and without characters a rendered
 /// line could not carry; the trailing `/` is dropped.
 pub fn pip_mirror(url: &str) -> Result<String, String> {
+    mirror_url(
+        url,
+        "pip",
+        "a pip mirror is an https:// (or http://, file:///) URL of a simple index, e.g. https://mirror.example/pypi/simple",
+        "give pip its credentials another way (a netrc, a keyring)",
+    )
+}
+
+/// `--conda-mirror URL` (`ENVBUILD_CONDA_MIRROR`): where the image installs the lock's conda
+/// packages from, a mirror of their channels in the layout of a channel alias (`URL/CHANNEL/
+/// SUBDIR/FILE`, as conda's `channel_alias`); the lock's md5s check that it holds the same
+/// files. Checked as [`pip_mirror`] is.
+pub fn conda_mirror(url: &str) -> Result<String, String> {
+    mirror_url(
+        url,
+        "conda",
+        "a conda mirror is an https:// (or http://, file:///) URL under which the channels are, e.g. https://mirror.example/conda (for https://mirror.example/conda/conda-forge)",
+        "give conda its credentials another way (a .netrc, conda's token settings)",
+    )
+}
+
+/// A mirror's URL, checked: `https://`, `http://` or `file:///`, no credentials, only
+/// characters a rendered line carries; the trailing `/` dropped.
+fn mirror_url(url: &str, tool: &str, form: &str, credentials: &str) -> Result<String, String> {
     let u = url.trim().trim_end_matches('/');
     let rest = ["https://", "http://", "file:///"]
         .iter()
         .find_map(|p| u.strip_prefix(p));
     let Some(rest) = rest.filter(|r| !r.is_empty()) else {
-        return Err("a pip mirror is an https:// (or http://, file:///) URL of a simple index, e.g. https://mirror.example/pypi/simple".into());
+        return Err(form.into());
     };
     if rest
         .split('/')
         .next()
         .is_some_and(|host| host.contains('@'))
     {
-        return Err("the pip mirror's URL carries credentials, which would be written into the rendered files and the image: give pip its credentials another way (a netrc, a keyring)".into());
+        return Err(format!("the {tool} mirror's URL carries credentials, which would be written into the rendered files and the image: {credentials}"));
     }
     if !u
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"._-:/~%+=".contains(&b))
     {
         return Err(format!(
-            "the pip mirror `{}` has characters a rendered requirements line cannot carry",
+            "the {tool} mirror `{}` has characters a rendered line cannot carry",
             crate::core::diag::printable(u)
         ));
     }
     Ok(u.to_string())
+}
+
+/// The build-time mirrors of `image` and `render` (`--pip-mirror`, `--conda-mirror`), each
+/// checked already. The lock is the same with or without them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mirrors {
+    pub pip: Option<String>,
+    pub conda: Option<String>,
+}
+
+impl Mirrors {
+    /// Neither mirror is set.
+    pub fn is_none(&self) -> bool {
+        self.pip.is_none() && self.conda.is_none()
+    }
 }
 
 /// What pip said when `--require-hashes` refused a file (`THESE PACKAGES DO NOT MATCH THE
@@ -296,6 +335,41 @@ pub fn mirror_mismatch(output: &str, mirror: &str) -> Option<crate::core::diag::
              names (a rebuilt or tampered file). Fix the mirror, or build without --pip-mirror",
         )
     })
+}
+
+/// The diagnosis of a build through `--conda-mirror` that conda's checksum check stopped
+/// (`ChecksumMismatchError: Conda detected a mismatch between the expected content and
+/// downloaded content for url '...'`): each file it named. `None` when `output` holds no
+/// such refusal.
+pub fn conda_mirror_mismatch(output: &str, mirror: &str) -> Option<crate::core::diag::Diagnostic> {
+    let marker = "mismatch between the expected content and downloaded content";
+    if !output.contains(marker) {
+        return None;
+    }
+    let mut urls: Vec<&str> = output
+        .split("for url '")
+        .skip(1)
+        .filter_map(|rest| rest.split('\'').next())
+        .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
+        .collect();
+    urls.dedup();
+    Some(
+        crate::core::diag::Diagnostic::error(
+            codes::MIRROR_HASH_MISMATCH,
+            format!(
+                "the conda mirror `{mirror}` served files whose md5 is not the lock's: {}",
+                if urls.is_empty() {
+                    "(conda named no URL)".to_string()
+                } else {
+                    urls.join("; ")
+                }
+            ),
+        )
+        .with_hint(
+            "the lock's hashes are the files' identity: the mirror holds other bytes under these \
+             names (a rebuilt or tampered package). Fix the mirror, or build without --conda-mirror",
+        ),
+    )
 }
 
 /// The values of an entry, for `core::rules::closure_entry`.
@@ -586,6 +660,43 @@ mod tests {
         let e = pip_mirror("https://user:s3cret@mirror.example/simple").unwrap_err();
         assert!(e.contains("credentials") && !e.contains("s3cret"), "{e}");
         assert!(pip_mirror("https://m.example/simple\nRUN x").is_err());
+    }
+
+    #[test]
+    fn a_conda_mirror_is_checked_as_a_pip_mirror_is() {
+        assert_eq!(
+            conda_mirror("https://mirror.example/conda/").unwrap(),
+            "https://mirror.example/conda"
+        );
+        assert!(conda_mirror("file:///srv/conda").is_ok());
+        for bad in ["conda.example", "https://", "https://m.example/c\nRUN x"] {
+            assert!(conda_mirror(bad).is_err(), "{bad}");
+        }
+        let e = conda_mirror("https://u:s3cret@m.example/conda").unwrap_err();
+        assert!(e.contains("conda mirror") && !e.contains("s3cret"), "{e}");
+    }
+
+    /// conda's ChecksumMismatchError, as conda prints it in a build log (one per file).
+    #[test]
+    fn condas_checksum_refusal_names_each_file_and_the_mirror() {
+        let url =
+            "http://127.0.0.1:9/conda/conda-forge/linux-64/numpy-1.26.4-py311h64a7726_0.tar.bz2";
+        let out = format!("#9 12.1 \n#9 12.1 ChecksumMismatchError: Conda detected a mismatch between the expected content and downloaded content\n#9 12.1 for url '{url}'.\n#9 12.1   download saved to: /root/.cache/conda-pkgs/numpy-1.26.4-py311h64a7726_0.tar.bz2\n#9 12.1   expected md5: {}\n#9 12.1   actual md5: {}\n", "a".repeat(32), "b".repeat(32));
+        let d = conda_mirror_mismatch(&out, "http://127.0.0.1:9/conda").unwrap();
+        assert_eq!(d.code, codes::MIRROR_HASH_MISMATCH);
+        assert!(
+            d.message
+                .contains("conda mirror `http://127.0.0.1:9/conda`")
+                && d.message.contains(url),
+            "{}",
+            d.message
+        );
+        assert!(d
+            .hint
+            .as_deref()
+            .unwrap_or_default()
+            .contains("--conda-mirror"));
+        assert!(conda_mirror_mismatch("PackagesNotFoundError: x", "m").is_none());
     }
 
     #[test]

@@ -13,7 +13,10 @@ use rattler_conda_types::{
     Channel, GenericVirtualPackage, MatchSpec, PackageName, ParseStrictness, RepoDataRecord,
     Subdir, Version,
 };
-use rattler_repodata_gateway::{ChannelRelationsMode, Gateway, GatewayError};
+use rattler_repodata_gateway::fetch::{CacheAction, FetchRepoDataError};
+use rattler_repodata_gateway::{
+    ChannelConfig, ChannelRelationsMode, Gateway, GatewayError, SourceConfig,
+};
 use rattler_solve::{SolveError, SolverImpl, SolverTask};
 use std::future::IntoFuture;
 use std::path::PathBuf;
@@ -78,8 +81,9 @@ const REACH_HINT: &str = "check that the channel answers from this machine (`ENV
 /// their dependencies, are parsed; a `file://` channel is read lazily in place; an http(s)
 /// channel's repodata (sharded where it is served, else zstd, bz2 or gzip) is kept under
 /// envbuild's cache dir and revalidated by its ETag, so a warm solve downloads only what
-/// changed.
-fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> {
+/// changed. `cached` (`lock --offline`): the cache only, as it is, never a request; a subdir it
+/// does not hold is `CLOSURE_NEEDS_RESOLUTION` naming the channel and subdir.
+fn fetch_all(inputs: &CondaInputs, cached: bool) -> Result<Vec<Vec<RepoDataRecord>>, Failure> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,9 +108,18 @@ fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> 
         .map(|s| MatchSpec::from_str(s, ParseStrictness::Lenient))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::bug(format!("a conda spec: {e}")))?;
+    let mut config = ChannelConfig::default();
+    if cached {
+        // Whatever the cache holds, however old: the point is to ask nobody.
+        config.default = SourceConfig {
+            cache_action: CacheAction::ForceCacheOnly,
+            ..SourceConfig::default()
+        };
+    }
     let gateway = Gateway::builder()
         .with_client(client)
         .with_cache_dir(cache_dir())
+        .with_channel_config(config)
         .finish();
     let query = gateway
         .query(channels.clone(), subdirs, names)
@@ -125,6 +138,7 @@ fn fetch_all(inputs: &CondaInputs) -> Result<Vec<Vec<RepoDataRecord>>, Failure> 
                 REACH_HINT,
             ))
         }
+        Ok(Err(e)) if cached => return Err(not_cached(&e)),
         Ok(Err(e)) => return Err(gateway_failed(&e, inputs, &proxies)),
         Ok(Ok(o)) => o,
     };
@@ -153,6 +167,35 @@ pub fn cache_dir() -> PathBuf {
     crate::infra::verdict_cache::default_dir()
         .unwrap_or_else(|| std::env::temp_dir().join("envbuild"))
         .join("conda-repodata")
+}
+
+/// `--offline` and the repodata cache lacks what the solve needs: which channel and subdir (or
+/// which package's shard), and how to fill it.
+fn not_cached(e: &GatewayError) -> Failure {
+    use crate::core::closure::codes::CLOSURE_NEEDS_RESOLUTION;
+    let what = match e {
+        GatewayError::FetchRepoDataError(FetchRepoDataError::NoCacheAvailable(url)) => {
+            let url = url.as_str().trim_end_matches('/');
+            match url.rsplit_once('/') {
+                Some((channel, subdir)) => format!("the {subdir} repodata of channel {channel}"),
+                None => url.to_string(),
+            }
+        }
+        GatewayError::ShardNotCached(name) => format!("the repodata shard of `{name}`"),
+        other => chain(other),
+    };
+    Failure::one(
+        Diagnostic::error(
+            CLOSURE_NEEDS_RESOLUTION,
+            format!(
+                "--offline solves the conda closure from the repodata cache ({}), and it does not hold {what}",
+                crate::core::diag::shown(&cache_dir())
+            ),
+        )
+        .with_hint(
+            "run `envbuild lock` once where the channels answer (it fills the cache), then --offline again; or drop --offline",
+        ),
+    )
 }
 
 /// A gateway error as envbuild reports it: the channels it was reading, the proxy that was
@@ -323,8 +366,14 @@ fn virtual_packages(inputs: &CondaInputs) -> Result<Vec<GenericVirtualPackage>, 
 }
 
 /// Solve `inputs` for the target; `hold` are match specs (`name==version=build`) every solution
-/// must satisfy (`--upgrade-package` holds the rest of the lock with them).
-pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec<Solved>, Failure> {
+/// must satisfy (`--upgrade-package` holds the rest of the lock with them); `cached`: from the
+/// repodata cache alone (`lock --offline`), no request.
+pub fn resolve(
+    inputs: &CondaInputs,
+    alias: &str,
+    hold: &[String],
+    cached: bool,
+) -> Result<Vec<Solved>, Failure> {
     // The specs first: one that does not parse fails before any download.
     let specs = inputs
         .specs
@@ -335,7 +384,7 @@ pub fn resolve(inputs: &CondaInputs, alias: &str, hold: &[String]) -> Result<Vec
         .iter()
         .map(|s| match_spec(s, alias))
         .collect::<Result<Vec<_>, _>>()?;
-    let repodata = fetch_all(inputs)?;
+    let repodata = fetch_all(inputs, cached)?;
     let task = SolverTask {
         available_packages: repodata.iter().collect::<Vec<_>>(),
         locked_packages: Vec::new(),

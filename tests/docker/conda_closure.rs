@@ -197,7 +197,7 @@ fn a_conda_solve_gets_the_ca_in_its_throwaway_stage_and_keeps_no_trace() {
         &["runtime".into()],
         None,
         Path::new("envbuild.toml"),
-        None,
+        &Default::default(),
     )
     .unwrap();
     let text = String::from_utf8(rendered.files[&rendered.dockerfile].clone()).unwrap();
@@ -239,9 +239,14 @@ fn build_with_and_without_the_ca(
     // else Dockerfile (the bundle copied into the throwaway stage); ENVBUILD_BUILDER=legacy
     // forces the latter.
     let render = |with_ca: bool| {
-        let mut r =
-            envbuild::app::image::rendered_image(lock, &["runtime".into()], None, spec, None)
-                .unwrap();
+        let mut r = envbuild::app::image::rendered_image(
+            lock,
+            &["runtime".into()],
+            None,
+            spec,
+            &Default::default(),
+        )
+        .unwrap();
         let get = |k: &str| (with_ca && k == "SSL_CERT_FILE").then(|| ca.clone());
         let origin = envbuild::app::image::add_ca_bundle(&mut r, lock, spec, get).unwrap();
         assert_eq!(origin.is_some(), with_ca);

@@ -253,14 +253,14 @@ fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve(
     let out = lock_with(work.path(), &server.url, &["--upgrade-package", "nope"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
 
-    // Changed inputs (another extra): --offline refuses without a request.
+    // Changed inputs (another extra): --locked refuses without a request.
     let before = server.requests();
     write(
         work.path(),
         "envbuild.toml",
         &spec("2.28", "\"tqdm>=4\", \"numpy=2.1.0\"", DRIVER),
     );
-    let out = lock_with(work.path(), &server.url, &["--offline"]);
+    let out = lock_with(work.path(), &server.url, &["--locked"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     assert!(
         stderr_of(&out).contains("CLOSURE_NEEDS_RESOLUTION"),
@@ -268,6 +268,111 @@ fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve(
         stderr_of(&out)
     );
     assert_eq!(server.requests(), before);
+}
+
+/// The repodata files the gateway's cache (under `dir`'s `.cache`) holds for `path` (e.g.
+/// `conda-forge/linux-64`): each cached repodata.json beside its `.info.json`, which names the
+/// URL it came from.
+fn cached_repodata(dir: &Path, path: &str) -> Vec<PathBuf> {
+    let cache = dir.join(".cache/conda-repodata");
+    let mut out = Vec::new();
+    for e in fs::read_dir(&cache).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if let Some(stem) = name.strip_suffix(".info.json") {
+            if fs::read_to_string(&p)
+                .unwrap()
+                .contains(&format!("/{path}/"))
+            {
+                out.push(cache.join(format!("{stem}.json")));
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// `lock --offline` with inputs the lock on disk was not resolved from: a conda closure with
+/// no pip part is solved from the repodata cache a lock filled, with no request (counted, then
+/// with the channel server stopped), to the same closure an online solve gives; a cache that
+/// lacks a subdir the solve needs is refused with CLOSURE_NEEDS_RESOLUTION naming it.
+#[test]
+fn offline_solves_a_conda_closure_from_the_repodata_cache_without_a_request() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let asked = server.requests();
+
+    // Another extra: the closure's inputs changed, and --offline solves from the cache.
+    let numpy = spec("2.28", "\"numpy=1.26.4\"", DRIVER);
+    write(work.path(), "envbuild.toml", &numpy);
+    let out = lock_with(work.path(), &server.url, &["--offline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(server.requests(), asked, "--offline asked the channel");
+    assert_eq!(
+        entry(&conda_of(work.path()), "numpy"),
+        ("1.26.4", "py311h64a7726_0")
+    );
+    // The same closure as an online solve of the same spec, byte for byte.
+    let online = tempdir();
+    write(online.path(), "envbuild.toml", &numpy);
+    let out = lock_with(online.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        fs::read_to_string(work.path().join("envbuild.lock")).unwrap(),
+        fs::read_to_string(online.path().join("envbuild.lock")).unwrap()
+    );
+
+    // With the channel server gone, another change still solves offline.
+    let url = server.url.clone();
+    drop(server);
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"tqdm>=4\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &url, &["--offline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        entry(&conda_of(work.path()), "tqdm").0,
+        "4.65.0",
+        "strict priority: pytorch's"
+    );
+    // Without the server, the same change online fails: the solve above read no channel.
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"tqdm>=4.6\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &url, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("CLOSURE_RESOLVE_FAILED"),
+        "{}",
+        stderr_of(&out)
+    );
+
+    // A cache without conda-forge's linux-64: refused, naming the channel and the subdir.
+    let gone = cached_repodata(work.path(), "conda-forge/linux-64");
+    assert_eq!(gone.len(), 2, "one cached repodata.json and its info");
+    for f in &gone {
+        fs::remove_file(f).unwrap();
+    }
+    let before = fs::read(work.path().join("envbuild.lock")).unwrap();
+    let out = lock_with(work.path(), &url, &["--offline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(err.contains("CLOSURE_NEEDS_RESOLUTION"), "{err}");
+    assert!(
+        err.contains(&format!("linux-64 repodata of channel {url}/conda-forge")),
+        "{err}"
+    );
+    assert!(err.contains("hint:"), "{err}");
+    assert_eq!(fs::read(work.path().join("envbuild.lock")).unwrap(), before);
 }
 
 /// A warm relock (`--upgrade`, the gateway's cache under envbuild's cache dir) revalidates each
@@ -512,6 +617,24 @@ fn pip_extras_in_a_conda_env_take_condas_packages_as_installed() {
         nvidia.version, "1.0",
         "glibc 2.28 holds for the pip part too"
     );
+
+    // A pip part keeps --offline's meaning (uv never runs): changed inputs are refused, though
+    // the conda repodata is cached.
+    let text = fs::read_to_string(work.path().join("envbuild.toml")).unwrap();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &text.replace("einops-like>=0.8", "einops-like>=0.9"),
+    );
+    let asked = server.requests();
+    let out = lock_with(work.path(), &server.url, &["--offline"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("CLOSURE_NEEDS_RESOLUTION"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(server.requests(), asked);
 }
 
 /// The solver itself: the same specs and channels with and without `__cuda` (a CPU target has
@@ -536,7 +659,7 @@ fn the_cuda_build_needs_cuda_in_the_targets_virtual_packages() {
     };
     let build = |cuda: Option<&str>| {
         let solved =
-            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[]).unwrap();
+            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[], false).unwrap();
         let torch = solved.iter().find(|s| s.name == "pytorch").unwrap();
         (
             torch.build.clone(),
@@ -582,7 +705,7 @@ fn a_linux_aarch64_target_solves_its_own_subdir_with_its_virtual_packages() {
     };
     let solve = |cuda: Option<&str>| {
         let solved =
-            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[]).unwrap();
+            envbuild::infra::conda_solve::resolve(&inputs(cuda), &server.url, &[], false).unwrap();
         solved
             .into_iter()
             .map(|s| (s.name, s.version, s.build, s.subdir))
@@ -1064,4 +1187,160 @@ fn an_https_channel_behind_a_proxy_solves_with_the_networks_ca() {
             && heads.len() >= 2,
         "{heads:?}"
     );
+}
+
+/// A plain HTTP/1.0 GET of `url` (`http://127.0.0.1:PORT/PATH`): the body of a 200, else
+/// `None`.
+fn http_get(url: &str) -> Option<Vec<u8>> {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://")?;
+    let (host, path) = rest.split_once('/')?;
+    let mut c = std::net::TcpStream::connect(host).ok()?;
+    write!(c, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").ok()?;
+    let mut answer = Vec::new();
+    c.read_to_end(&mut answer).ok()?;
+    let at = answer.windows(4).position(|w| w == b"\r\n\r\n")?;
+    let head = String::from_utf8_lossy(&answer[..at]).to_string();
+    (head.starts_with("HTTP/1.1 200") || head.starts_with("HTTP/1.0 200"))
+        .then(|| answer[at + 4..].to_vec())
+}
+
+/// `render --conda-mirror URL` of a conda closure locked from one server: every explicit line
+/// names the mirror (`URL/CHANNEL/SUBDIR/FILE`, the channel alias's layout) with the lock's
+/// md5, and the mirror, another server on a copy of the channels, serves each of those files
+/// with that md5; the lock and environment.yml are the same as without the mirror. A mirror
+/// URL with credentials is a usage error that does not echo them. A lock without a closure
+/// solves at build time with conda's channel alias set to the mirror for that step only.
+#[test]
+fn a_conda_closure_renders_through_a_mirror_that_serves_the_locked_bytes() {
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"tqdm>=4\"", DRIVER),
+    );
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let lock_bytes = fs::read(work.path().join("envbuild.lock")).unwrap();
+    // The mirror: the same files on another server (the locked one then goes away).
+    let mirror_dir = tempdir();
+    fs::create_dir(mirror_dir.path().join("conda")).unwrap();
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", ch.path().display()))
+        .arg(mirror_dir.path().join("conda"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let mirror = Server::start(mirror_dir.path());
+    let alias = server.url.clone();
+    drop(server);
+    let render = |dir: &str, extra: &[&str]| {
+        envbuild()
+            .current_dir(work.path())
+            .env("ENVBUILD_CONDA_CHANNEL_ALIAS", &alias)
+            .env("ENVBUILD_CACHE_DIR", work.path().join(".cache"))
+            .args(["render", "envbuild.toml", "--out", dir])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = render("plain", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let mirror_url = format!("{}/conda/", mirror.url);
+    let out = render("mirrored", &["--conda-mirror", &mirror_url]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let text = fs::read_to_string(work.path().join("mirrored/conda-linux-64.txt")).unwrap();
+    let plain = fs::read_to_string(work.path().join("plain/conda-linux-64.txt")).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("://")).collect();
+    assert_eq!(lines.len(), conda_of(work.path()).len(), "{text}");
+    for line in &lines {
+        let (url, md5) = line.split_once('#').unwrap();
+        let rest = url
+            .strip_prefix(&format!("{}/conda/", mirror.url))
+            .unwrap_or_else(|| panic!("{line} is not on the mirror"));
+        let channel = rest.split('/').next().unwrap();
+        assert!(
+            plain.contains(&format!("{alias}/{rest}#{md5}")),
+            "{line}: the locked line is {alias}/{rest}#{md5} ({channel})"
+        );
+        let body = http_get(url).unwrap_or_else(|| panic!("the mirror does not serve {url}"));
+        let got = {
+            let f = work.path().join("served");
+            fs::write(&f, &body).unwrap();
+            md5_file(&f)
+        };
+        assert_eq!(got, md5, "{url}: the mirror's bytes are the locked ones");
+    }
+    for same in ["environment.yml", "requirements.txt"] {
+        let a = fs::read(work.path().join("plain").join(same)).ok();
+        assert_eq!(
+            a,
+            fs::read(work.path().join("mirrored").join(same)).ok(),
+            "{same}"
+        );
+    }
+    assert_eq!(
+        fs::read(work.path().join("envbuild.lock")).unwrap(),
+        lock_bytes
+    );
+
+    // A mirror URL with credentials, or not a URL: usage errors, nothing written.
+    for bad in [
+        "https://user:s3cret@mirror.example/conda",
+        "mirror.example/conda",
+    ] {
+        let out = render("bad", &["--conda-mirror", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", stderr_of(&out));
+        assert!(!stderr_of(&out).contains("s3cret"), "{}", stderr_of(&out));
+        assert!(!work.path().join("bad").exists());
+    }
+    // The environment variable is the same setting.
+    let out = envbuild()
+        .current_dir(work.path())
+        .env("ENVBUILD_CONDA_CHANNEL_ALIAS", &alias)
+        .env("ENVBUILD_CACHE_DIR", work.path().join(".cache"))
+        .env("ENVBUILD_CONDA_MIRROR", &mirror_url)
+        .args(["render", "envbuild.toml", "--out", "env"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        fs::read_to_string(work.path().join("env/conda-linux-64.txt")).unwrap(),
+        text
+    );
+
+    // Without a closure: the build's solve takes the mirror as conda's channel alias.
+    let example = root().join("specs/conda-forge-torch210/envbuild.toml");
+    let out_dir = work.path().join("noclosure");
+    let out = envbuild()
+        .arg("render")
+        .arg(&example)
+        .arg("--out")
+        .arg(&out_dir)
+        .args(["--conda-mirror", "https://mirror.example/conda"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    for f in ["Dockerfile", "Dockerfile.buildkit"] {
+        let d = fs::read_to_string(out_dir.join(f)).unwrap();
+        let solve: Vec<&str> = d
+            .lines()
+            .filter(|l| l.contains("conda-env.sh solve"))
+            .collect();
+        assert_eq!(solve.len(), 1, "{f}: {d}");
+        assert!(
+            solve[0].contains("CONDA_CHANNEL_ALIAS='https://mirror.example/conda' "),
+            "{f}: {}",
+            solve[0]
+        );
+        assert_eq!(
+            d.matches("CONDA_CHANNEL_ALIAS=").count(),
+            1,
+            "{f}: this step only"
+        );
+    }
 }

@@ -39,7 +39,10 @@ fn lock_of(dir: &str) -> Lock {
     // A closure spec takes its closure (and base digest) from the committed lock, as
     // `envbuild lock` does.
     if spec.lock.is_full() {
-        let mode = envbuild::app::lock::ClosureMode::Offline { why: "the test" };
+        let mode = envbuild::app::lock::ClosureMode::Offline {
+            why: "the test",
+            conda_cache: false,
+        };
         let committed = path.with_file_name("envbuild.lock");
         let refused =
             match envbuild::app::lock::attach_full(&mut lock, &spec, &table, &committed, mode) {
@@ -883,6 +886,7 @@ fn user_templates_override_and_fall_back() {
     let read = || RenderOptions {
         overrides: Some(envbuild::infra::fs::read_template_dir(dir.path()).expect("read dir")),
         pip_mirror: None,
+        conda_mirror: None,
     };
     let r = render(&lock, &read()).expect("render");
     assert!(r

@@ -75,13 +75,13 @@ fn print_notes(trusted: &[(String, String)], jobs: &[Job], opts: &crate::app::im
     }
 }
 
-/// Several specs (or a folder's): each prepared, then run at most `--jobs` at once; `mirror` is
-/// `--pip-mirror`, checked already.
+/// Several specs (or a folder's): each prepared, then run at most `--jobs` at once; `mirrors`
+/// are `--pip-mirror` and `--conda-mirror`, checked already.
 pub(super) fn run(
     o: &Output,
     table: &Table,
     args: ImageArgs,
-    mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
 ) -> Result<i32, Failure> {
     if !args.tags.is_empty() {
         return Err(Failure::usage(
@@ -102,7 +102,7 @@ pub(super) fn run(
                 args.update_lock,
                 &opts.variants,
                 args.templates.as_deref(),
-                mirror,
+                mirrors,
             )
             .and_then(|mut p| {
                 // The network's CA bundle, as for one spec (only the install stage sees it).
@@ -161,7 +161,7 @@ pub(super) fn run(
     let mut run = image_many::run_many(&jobs, &opts, schedule, progress)?;
     for r in &mut run.results {
         if let JobOutcome::Failed(f) = &mut r.outcome {
-            *f = super::blame_the_mirror(f.clone(), mirror);
+            *f = super::blame_the_mirror(f.clone(), mirrors);
         }
     }
     let rows = summary_rows(&jobs, &run.results, &opts.variants);

@@ -54,21 +54,31 @@ pub fn run(
     table: &crate::core::compat::Table,
     args: ImageArgs,
 ) -> Result<i32, Failure> {
-    let mirror = crate::cli::parse::pip_mirror(args.pip_mirror.as_deref())?;
+    let mirrors =
+        crate::cli::parse::mirrors(args.pip_mirror.as_deref(), args.conda_mirror.as_deref())?;
     match args.specs.as_slice() {
-        [spec] if !spec.is_dir() => one::run(o, table, spec, &args, mirror.as_deref()),
-        _ => many::run(o, table, args, mirror.as_deref()),
+        [spec] if !spec.is_dir() => one::run(o, table, spec, &args, &mirrors),
+        _ => many::run(o, table, args, &mirrors),
     }
 }
 
-/// A build through `--pip-mirror` that pip's hash check stopped: the mirror's fault, said
-/// first (`MIRROR_HASH_MISMATCH`, naming each package), pip's own words after it.
-fn blame_the_mirror(mut f: Failure, mirror: Option<&str>) -> Failure {
-    let Some(mirror) = mirror else { return f };
-    let said = f
-        .diagnostics
-        .iter()
-        .find_map(|d| crate::core::closure::mirror_mismatch(&d.message, mirror));
+/// A build through `--pip-mirror` that pip's hash check stopped, or through `--conda-mirror`
+/// that conda's stopped: the mirror's fault, said first (`MIRROR_HASH_MISMATCH`, naming each
+/// package), the installer's own words after it.
+fn blame_the_mirror(mut f: Failure, mirrors: &crate::core::closure::Mirrors) -> Failure {
+    use crate::core::closure::{conda_mirror_mismatch, mirror_mismatch};
+    let said = f.diagnostics.iter().find_map(|d| {
+        let pip = mirrors
+            .pip
+            .as_deref()
+            .and_then(|m| mirror_mismatch(&d.message, m));
+        pip.or_else(|| {
+            mirrors
+                .conda
+                .as_deref()
+                .and_then(|m| conda_mirror_mismatch(&d.message, m))
+        })
+    });
     if let Some(d) = said {
         f.diagnostics.insert(0, d);
     }

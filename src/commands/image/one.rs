@@ -13,13 +13,13 @@ use crate::core::diag::Failure;
 use std::path::Path;
 
 /// Lock check (or `--update-lock`), render, build, smoke test, report, for the one `spec`;
-/// `mirror` is `--pip-mirror`, checked already.
+/// `mirrors` are `--pip-mirror` and `--conda-mirror`, checked already.
 pub(super) fn run(
     o: &Output,
     table: &crate::core::compat::Table,
     spec: &Path,
     args: &ImageArgs,
-    mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
 ) -> Result<i32, Failure> {
     let checked = crate::app::image::check_lock(table, spec, args.update_lock)?;
     // A stale or failing lock is the run's failure, so `--json` and `--junit` report it too.
@@ -34,7 +34,7 @@ pub(super) fn run(
         &opts.variants,
         args.templates.as_deref(),
         spec,
-        mirror,
+        mirrors,
     )?;
     let ca =
         crate::app::image::add_ca_bundle(&mut rendered, &lock, spec, |k| std::env::var(k).ok())?;
@@ -59,7 +59,7 @@ pub(super) fn run(
             (table, &lock),
         ),
         Err(f) => {
-            let f = super::blame_the_mirror(f, mirror);
+            let f = super::blame_the_mirror(f, mirrors);
             // CI still gets its report files when the build itself failed.
             let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
             report_failure(o, &name, &f, args.json, args.junit.as_deref())?;

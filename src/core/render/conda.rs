@@ -50,6 +50,41 @@ pub fn explicit_line(p: &ClosurePkg) -> String {
     format!("{}#{}", p.url, p.md5.as_deref().unwrap_or(&p.sha256))
 }
 
+/// A conda entry's URL under `--conda-mirror`: the channel's path on its host (`conda-forge`
+/// for `https://conda.anaconda.org/conda-forge`, `pkgs/main`; a token alias's `t/TOKEN/` left
+/// out) under the mirror, then the same subdir and file, as conda's `channel_alias` maps names:
+/// `MIRROR/conda-forge/linux-64/numpy-1.26.4-py311h64a7726_0.conda`.
+pub fn mirrored_url(p: &ClosurePkg, mirror: &str) -> String {
+    let index = p.index.trim_end_matches('/');
+    // A verified lock's URL is CHANNEL/SUBDIR/FILE under its index; else its last two parts.
+    let tail = match p.url.strip_prefix(index).filter(|t| t.starts_with('/')) {
+        Some(t) => t.to_string(),
+        None => {
+            let mut parts = p.url.rsplitn(3, '/');
+            let file = parts.next().unwrap_or_default();
+            let subdir = parts.next().unwrap_or_default();
+            format!("/{subdir}/{file}")
+        }
+    };
+    let rest = index.split_once("://").map_or(index, |(_, r)| r);
+    let path = rest.split_once('/').map_or("", |(_, p)| p);
+    let path = match path.strip_prefix("t/") {
+        Some(token_and_path) => token_and_path.split_once('/').map_or("", |(_, p)| p),
+        None => path,
+    };
+    format!("{mirror}/{path}{tail}")
+}
+
+/// The explicit-file line of `p` fetched from `mirror`: the same md5 (or sha256), so conda
+/// checks that the mirror serves the lock's bytes.
+pub fn mirrored_line(p: &ClosurePkg, mirror: &str) -> String {
+    format!(
+        "{}#{}",
+        mirrored_url(p, mirror),
+        p.md5.as_deref().unwrap_or(&p.sha256)
+    )
+}
+
 /// The channel a conda entry names in a match spec: `conda-forge` for
 /// `https://conda.anaconda.org/conda-forge`, else the channel's URL (conda reads both before
 /// `::`).
@@ -135,5 +170,43 @@ mod tests {
             q.version = version.into();
             assert_eq!(pip_constraint(&q), None, "{name} {version}");
         }
+    }
+
+    /// A mirror takes the channel's path on its host, the subdir and the file, and the line
+    /// keeps the lock's md5: conda-forge and the defaults' `pkgs/main` as conda's channel_alias
+    /// maps them, a token alias without its token.
+    #[test]
+    fn a_mirror_serves_each_channel_under_its_path() {
+        let m = "http://127.0.0.1:9/conda";
+        let cf = pkg(
+            "numpy",
+            "linux-64",
+            "https://conda.anaconda.org/conda-forge",
+        );
+        assert_eq!(
+            mirrored_url(&cf, m),
+            "http://127.0.0.1:9/conda/conda-forge/linux-64/numpy-1.2.3-h0_0.conda"
+        );
+        assert_eq!(
+            mirrored_line(&cf, m),
+            format!("{}#{}", mirrored_url(&cf, m), "b".repeat(32))
+        );
+        let main = pkg("tqdm", "noarch", "https://repo.anaconda.com/pkgs/main");
+        assert_eq!(
+            mirrored_url(&main, m),
+            "http://127.0.0.1:9/conda/pkgs/main/noarch/tqdm-1.2.3-h0_0.conda"
+        );
+        let token = pkg(
+            "python",
+            "linux-64",
+            "https://host.example/t/envbuild-conda-token/pytorch",
+        );
+        assert_eq!(
+            mirrored_url(&token, m),
+            "http://127.0.0.1:9/conda/pytorch/linux-64/python-1.2.3-h0_0.conda"
+        );
+        let mut no_md5 = cf.clone();
+        no_md5.md5 = None;
+        assert!(mirrored_line(&no_md5, m).ends_with(&format!("#{}", "a".repeat(64))));
     }
 }

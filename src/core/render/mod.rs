@@ -67,6 +67,10 @@ pub struct RenderOptions {
     /// rendered requirements.txt and environment.yml instead of the lock's. The lock is unchanged
     /// and, with a closure, its hashes stay the identity of every file the mirror serves.
     pub pip_mirror: Option<String>,
+    /// `--conda-mirror URL` (checked by `core::closure::conda_mirror`): where the explicit
+    /// file's packages are fetched from (`URL/CHANNEL/SUBDIR/FILE`, each line keeping the
+    /// lock's md5), or, without a closure, conda's `channel_alias` for the build's solve.
+    pub conda_mirror: Option<String>,
 }
 
 /// A team's template files, by file name, and where they came from (for messages).
@@ -161,6 +165,16 @@ fn render_one(lock: &Lock, opts: &RenderOptions) -> Result<Rendered, Failure> {
             ctx.closure_index_url = ctx.closure_index_url.take().map(|_| mirror.clone());
         } else {
             ctx.pip_main_index_url = Some(mirror.clone());
+        }
+    }
+    if let Some(mirror) = &opts.conda_mirror {
+        if ctx.conda_closure {
+            ctx.explicit_lines = conda::link_order(lock)
+                .into_iter()
+                .map(|p| conda::mirrored_line(p, mirror))
+                .collect();
+        } else if ctx.is_conda {
+            ctx.conda_channel_alias = Some(mirror.clone());
         }
     }
     let (is_conda, has_dev, ssh, has_closure) = (ctx.is_conda, ctx.has_dev, ctx.ssh, ctx.closure);
@@ -309,6 +323,9 @@ struct Ctx {
     explicit_file: String,
     /// Its `URL#MD5` lines, in link order.
     explicit_lines: Vec<String>,
+    /// `--conda-mirror` on a lock without a closure: conda's `CONDA_CHANNEL_ALIAS` for the
+    /// build's solve, so channel names resolve under the mirror.
+    conda_channel_alias: Option<String>,
     platform: &'static str,
     /// The env scripts (`envbuild/conda-env.sh`, `envbuild/python-env.sh`) and the CA bundle's
     /// slot.
@@ -440,6 +457,7 @@ impl Ctx {
                 .into_iter()
                 .map(conda::explicit_line)
                 .collect(),
+            conda_channel_alias: None,
             platform: lock.platform.as_str(),
             conda_env_script: CONDA_ENV_SCRIPT,
             python_env_script: PYTHON_ENV_SCRIPT,
@@ -973,6 +991,7 @@ mod tests {
                     files: BTreeMap::new(),
                 }),
                 pip_mirror: None,
+                conda_mirror: None,
             },
         );
         assert_eq!(user.exit_code, crate::core::diag::exit::FAILURE);
