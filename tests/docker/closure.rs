@@ -439,6 +439,11 @@ fn a_lock_change_outside_the_closure_reuses_the_install_layer() {
     let pip_step = "python-env.sh wheels";
     let cached = |err: &str| crate::cache::step_cached(err, "runtime", pip_step);
     assert_eq!(cached(&err1), Some(false), "{err1}");
+    // The made-up index serves no uv (python-env.sh pins PyPI's), so pip installs, and says so.
+    assert!(
+        err1.contains("uv 0.13.9 is not on this index; pip installs the wheels"),
+        "{err1}"
+    );
     assert!(err1.contains("Successfully installed"), "{err1}");
     assert_eq!(
         cached(&err2),
