@@ -57,6 +57,9 @@ pub struct RenderedImage {
     /// The Docker platform the lock's image is for (`linux/arm64`), sent with every build;
     /// `None`: the engine's own (files made by hand, in tests).
     pub platform: Option<String>,
+    /// What a fleet's platform image appends to its content tag and pushed tags (`-arm64`,
+    /// `core::platform::tag_suffix`); empty for a single-platform lock.
+    pub tag_suffix: String,
 }
 
 impl RenderedImage {
@@ -70,6 +73,7 @@ impl RenderedImage {
         publish::BuildId {
             lock_sha256: &self.lock_hash,
             content_sha256: self.identity(),
+            tag_suffix: &self.tag_suffix,
         }
     }
 }
@@ -156,6 +160,18 @@ pub enum ImageEvent<'a> {
     Pushed { published: &'a Published },
     /// `variant` failed its smoke test and is not pushed.
     NotPushed { variant: &'a str },
+    /// A fleet lock: the builds and tests of `platform`'s image begin (what follows is its).
+    Platform {
+        platform: crate::core::spec::Platform,
+    },
+    /// A fleet lock with `--push`: these platforms failed, so nothing at all is pushed.
+    FleetNotPushed {
+        failed: &'a [crate::core::spec::Platform],
+    },
+    /// A fleet lock with `--push`: the multi-platform image index of a variant was written.
+    IndexPushed {
+        index: &'a crate::core::image_index::PushedIndex,
+    },
     /// The `install` stage went to the registry as the build cache `reference` (`Ok`: its
     /// digest), or did not (`Err`: why; only a later build's cache is lost).
     InstallCache {
@@ -286,6 +302,7 @@ pub fn rendered_image(
         lock_hash,
         lock_summary: lock.summary_json(),
         platform: crate::core::platform::docker_platform(lock.platform).map(str::to_string),
+        tag_suffix: String::new(),
     })
 }
 
@@ -408,10 +425,19 @@ pub fn run(
 /// `VARIANT-cache` tag, then `install-cache` when the Dockerfile has an `install` stage) and
 /// whether it writes one: with `--push`, the image carries BuildKit's inline cache so that the
 /// next build on any machine can reuse its layers.
-fn registry_cache(opts: &ImageOptions, variant: &str, install_stage: bool) -> RegistryCache {
+fn registry_cache(
+    opts: &ImageOptions,
+    variant: &str,
+    install_stage: bool,
+    suffix: &str,
+) -> RegistryCache {
     let mut from = opts.cache_from.clone();
     if let Some(repo) = &opts.push {
-        let own = repo.tagged(&crate::core::image_ref::cache_tag(variant));
+        // A fleet's platforms each keep their own cache tag (`VARIANT-cache-arm64`).
+        let own = repo.tagged(&format!(
+            "{}{suffix}",
+            crate::core::image_ref::cache_tag(variant)
+        ));
         let install = repo.tagged(crate::core::image_ref::INSTALL_CACHE_TAG);
         let wanted = std::iter::once(own).chain(install_stage.then_some(install));
         for source in wanted {
@@ -492,10 +518,12 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         .tags
         .iter()
         .map(|t| {
+            // A fleet's platforms cannot share it either: each gets `-arm64` and the like.
+            let t = format!("{t}{}", rendered.tag_suffix);
             if opts.variants.len() > 1 && variant != opts.variants[0] {
                 format!("{t}-{variant}")
             } else {
-                t.clone()
+                t
             }
         })
         .collect();
@@ -519,8 +547,14 @@ fn build_request(rendered: &RenderedImage, opts: &ImageOptions, variant: &str) -
         extra_labels,
         rebuild: opts.rebuild,
         build_args: opts.build_args.clone(),
-        cache: registry_cache(opts, variant, has_install_stage(rendered)),
+        cache: registry_cache(
+            opts,
+            variant,
+            has_install_stage(rendered),
+            &rendered.tag_suffix,
+        ),
         platform: rendered.platform.clone(),
+        tag_suffix: rendered.tag_suffix.clone(),
     }
 }
 
@@ -534,14 +568,6 @@ pub async fn build_and_test(
     interrupt: Interrupt,
     on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
 ) -> Result<ImageRun, Failure> {
-    let expectations: Option<Expectations> = match rendered.files.get(RENDERED_EXPECT) {
-        Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
-            Failure::bug(format!(
-                "the rendered `{RENDERED_EXPECT}` is not valid: {e}"
-            ))
-        })?),
-        None => None,
-    };
     let creds = match &opts.push {
         Some(repo) => publish::credentials(repo)?,
         None => None,
@@ -549,48 +575,21 @@ pub async fn build_and_test(
     if let Some(run) = registry_skip(engine, rendered, opts, creds.as_ref(), on_event).await? {
         return Ok(run);
     }
-    let mut builds = Vec::new();
     let creds_for = |host: &str| -> Result<Option<Credentials>, Failure> {
         match (&opts.push, &creds) {
             (Some(repo), c) if repo.host == host => Ok(c.clone()),
             _ => crate::infra::registry_auth::for_host(host),
         }
     };
-    for variant in &opts.variants {
-        let mut req = build_request(rendered, opts, variant);
-        req.cache = present_caches(engine, req.cache, &creds_for).await;
-        on_event(ImageEvent::BuildStarted { variant });
-        let outcome = {
-            let mut on_build = |event| on_event(ImageEvent::Build { variant, event });
-            tokio::select! {
-                r = build_pulling(engine, &req, opts.pull, &creds_for, &mut on_build) => r,
-                // Dropping the build closes the connection; the engine then stops the build and
-                // (forcerm) removes its intermediate containers.
-                _ = interrupt.clone() => Err(drun::interrupted(&format!("the `{variant}` build"))),
-            }
-        };
-        on_event(ImageEvent::BuildFinished {
-            variant,
-            outcome: outcome.as_ref().ok(),
-        });
-        builds.push((variant.clone(), outcome?));
-    }
-    let scope = match opts.cache_dir {
-        Some(_) => cache_scope(engine, &opts.smoke).await,
-        None => None,
-    };
-    let mut smokes = Vec::new();
-    for (variant, b) in &builds {
-        let test = ImageTest {
-            engine,
-            variant,
-            build: b,
-            expectations: expectations.as_ref(),
-            opts,
-            scope: scope.as_ref(),
-        };
-        smokes.push(test.run(interrupt.clone(), on_event).await?);
-    }
+    let (builds, smokes) = build_and_smoke(
+        engine,
+        rendered,
+        opts,
+        &creds_for,
+        interrupt.clone(),
+        on_event,
+    )
+    .await?;
     let mut install_cache = None;
     let published = match &opts.push {
         Some(repo) => {
@@ -626,6 +625,66 @@ pub async fn build_and_test(
         from_registry: false,
         install_cache,
     })
+}
+
+/// The builds of one rendered image's variants and their smoke tests, without any push.
+pub(crate) type Tested = (Vec<(String, BuildOutcome)>, Vec<SmokeResult>);
+
+/// Build every requested variant of `rendered`, then smoke-test each image (see
+/// [`build_and_test`]); nothing is pushed.
+pub(crate) async fn build_and_smoke(
+    engine: &Engine,
+    rendered: &RenderedImage,
+    opts: &ImageOptions,
+    creds_for: &crate::infra::docker::build::CredsFor<'_>,
+    interrupt: Interrupt,
+    on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
+) -> Result<Tested, Failure> {
+    let expectations: Option<Expectations> = match rendered.files.get(RENDERED_EXPECT) {
+        Some(bytes) => Some(serde_json::from_slice(bytes).map_err(|e| {
+            Failure::bug(format!(
+                "the rendered `{RENDERED_EXPECT}` is not valid: {e}"
+            ))
+        })?),
+        None => None,
+    };
+    let mut builds = Vec::new();
+    for variant in &opts.variants {
+        let mut req = build_request(rendered, opts, variant);
+        req.cache = present_caches(engine, req.cache, creds_for).await;
+        on_event(ImageEvent::BuildStarted { variant });
+        let outcome = {
+            let mut on_build = |event| on_event(ImageEvent::Build { variant, event });
+            tokio::select! {
+                r = build_pulling(engine, &req, opts.pull, creds_for, &mut on_build) => r,
+                // Dropping the build closes the connection; the engine then stops the build and
+                // (forcerm) removes its intermediate containers.
+                _ = interrupt.clone() => Err(drun::interrupted(&format!("the `{variant}` build"))),
+            }
+        };
+        on_event(ImageEvent::BuildFinished {
+            variant,
+            outcome: outcome.as_ref().ok(),
+        });
+        builds.push((variant.clone(), outcome?));
+    }
+    let scope = match opts.cache_dir {
+        Some(_) => cache_scope(engine, &opts.smoke).await,
+        None => None,
+    };
+    let mut smokes = Vec::new();
+    for (variant, b) in &builds {
+        let test = ImageTest {
+            engine,
+            variant,
+            build: b,
+            expectations: expectations.as_ref(),
+            opts,
+            scope: scope.as_ref(),
+        };
+        smokes.push(test.run(interrupt.clone(), on_event).await?);
+    }
+    Ok((builds, smokes))
 }
 
 /// With `--push` (and neither `--rebuild` nor `--retest`): the run the registry's word makes
@@ -690,7 +749,7 @@ async fn registry_skip(
 }
 
 /// Push every image whose smoke test passed, with its verdict; one that failed is not pushed.
-async fn push_passed(
+pub(crate) async fn push_passed(
     engine: &Engine,
     repo: &Repository,
     (builds, smokes): (&[(String, BuildOutcome)], &[SmokeResult]),

@@ -926,11 +926,20 @@ fn attach_base_digest(
     };
     match answer {
         Ok(d) => Ok(checked_digest(lock, d, required).map(Vec::from_iter)),
-        Err(why) if required => Ok(Err(Diagnostic::error(BASE_DIGEST_UNAVAILABLE, why.shown())
-            .with_hint(
-                "push the base image to a registry the engine can reach (or pull it once), \
+        // Each message names the platform: a fleet asks once per platform.
+        Err(why) if required => Ok(Err(Diagnostic::error(
+            BASE_DIGEST_UNAVAILABLE,
+            format!(
+                "no digest for the base image `{}` ({}): {}",
+                lock.image.base,
+                lock.platform.as_str(),
+                why.shown()
+            ),
+        )
+        .with_hint(
+            "push the base image to a registry the engine can reach (or pull it once), \
                  or set `base-digest = false` in [lock] to build from the tag",
-            ))),
+        ))),
         // `--upgrade` that gets no answer keeps the digest the lock has (it still names the
         // image it was taken for), and says so.
         Err(why) => match same_base.and_then(|o| o.image.base_digest.clone()) {
@@ -939,9 +948,10 @@ fn attach_base_digest(
                 let keep = Diagnostic::warning(
                     BASE_DIGEST_UNAVAILABLE,
                     format!(
-                        "no new digest for the base image `{}`: {shown}; the lock keeps the one \
-                         it has",
-                        lock.image.base
+                        "no new digest for the base image `{}` ({}): {shown}; the lock keeps \
+                         the one it has",
+                        lock.image.base,
+                        lock.platform.as_str()
                     ),
                 );
                 Ok(checked_digest(lock, kept, required)
@@ -966,8 +976,9 @@ fn checked_digest(
         return Ok(None);
     }
     let why = NoDigest::new(format!(
-        "the digest given for `{}` is not a sha256 digest",
-        lock.image.base
+        "the digest given for `{}` ({}) is not a sha256 digest",
+        lock.image.base,
+        lock.platform.as_str()
     ));
     if required {
         return Err(Diagnostic::error(BASE_DIGEST_UNAVAILABLE, why.reason));
@@ -980,9 +991,10 @@ fn unavailable(lock: &mut Lock, why: NoDigest) -> Diagnostic {
     let d = Diagnostic::warning(
         crate::infra::docker::codes::BASE_DIGEST_UNAVAILABLE,
         format!(
-            "no digest for the base image `{}`: {}; the lock records this \
+            "no digest for the base image `{}` ({}): {}; the lock records this \
              (`base_digest_unavailable`) and the build names the tag",
             lock.image.base,
+            lock.platform.as_str(),
             why.shown()
         ),
     )
@@ -1127,8 +1139,9 @@ mod tests {
             (BASE_DIGEST_UNAVAILABLE, false)
         );
         assert!(
-            w[0].message
-                .contains("no registry answers (lookup registry.example: no such host)"),
+            w[0].message.contains(
+                "` (linux-64): no registry answers (lookup registry.example: no such host)"
+            ),
             "{}",
             w[0].message
         );
@@ -1171,6 +1184,11 @@ mod tests {
             .unwrap()
             .unwrap_err();
         assert_eq!((d.code, d.is_error()), (BASE_DIGEST_UNAVAILABLE, true));
+        assert!(
+            d.message.contains("(linux-64): no registry answers"),
+            "{}",
+            d.message
+        );
         assert_eq!(none.asked.get(), 2);
     }
 

@@ -6,6 +6,7 @@ pub mod codes;
 pub mod doctor;
 pub mod explain;
 pub mod image;
+pub mod image_fleet;
 pub mod image_many;
 pub mod import;
 pub mod learn;

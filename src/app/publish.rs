@@ -40,6 +40,19 @@ pub fn variant_tag(variant: &str, id: &str) -> String {
 pub struct BuildId<'a> {
     pub lock_sha256: &'a str,
     pub content_sha256: &'a str,
+    /// A fleet's platform image's tag suffix (`-arm64`); empty for one platform.
+    pub tag_suffix: &'a str,
+}
+
+impl BuildId<'_> {
+    /// The tag `variant`'s image of this build is pushed under (`VARIANT-<hash12>[-arm64]`).
+    pub fn tag(&self, variant: &str) -> String {
+        format!(
+            "{}{}",
+            variant_tag(variant, self.content_sha256),
+            self.tag_suffix
+        )
+    }
 }
 
 /// sha256 of the smoke script this envbuild runs (and records in each verdict).
@@ -114,7 +127,7 @@ pub async fn registry_word(
     (mode, gpus): (Mode, Option<&str>),
     creds: Option<&Credentials>,
 ) -> Result<RegistryWord, Failure> {
-    let reference = repo.tagged(&variant_tag(variant, id.content_sha256));
+    let reference = repo.tagged(&id.tag(variant));
     let Some(digest) = reg::remote_digest(engine, &reference, creds).await? else {
         return Ok(RegistryWord::Build(format!(
             "{reference} is not in the registry"
@@ -175,7 +188,7 @@ pub async fn publish(
             "publish called for an image that did not pass",
         ));
     }
-    let tag = variant_tag(item.variant, item.id.content_sha256);
+    let tag = item.id.tag(item.variant);
     let reference = repo.tagged(&tag);
     reg::tag(engine, item.image_id, &repo.name, &tag).await?;
     let digest = reg::push(engine, &repo.name, &tag, creds, on_progress).await?;
@@ -241,7 +254,11 @@ async fn push_cache_tag(
     creds: Option<&Credentials>,
     on_progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<(), Failure> {
-    let cache_tag = crate::core::image_ref::cache_tag(item.variant);
+    let cache_tag = format!(
+        "{}{}",
+        crate::core::image_ref::cache_tag(item.variant),
+        item.id.tag_suffix
+    );
     reg::tag(engine, item.image_id, &repo.name, &cache_tag).await?;
     let pushed = reg::push(engine, &repo.name, &cache_tag, creds, on_progress).await;
     let removed = reg::untag(engine, &repo.tagged(&cache_tag)).await;

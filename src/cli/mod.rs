@@ -319,6 +319,10 @@ pub struct ImageArgs {
     /// cache) as a build cache; repeatable. With --push, REGISTRY/REPO:VARIANT-cache is used too.
     #[arg(long = "cache-from", value_name = "IMAGE", value_parser = parse::cache_source)]
     pub cache_from: Vec<String>,
+    /// Build only these platforms of a fleet lock (repeat the flag or give a comma list, e.g.
+    /// `linux-aarch64`); default: every platform the lock holds.
+    #[arg(long = "platform", value_name = "PLATFORM", value_delimiter = ',', value_parser = parse::image_platform)]
+    pub platforms: Vec<crate::core::spec::Platform>,
     /// Build with pip installing the lock's pip part from this mirror of its main index (a
     /// simple index URL): a closure locked against PyPI builds behind a corporate mirror
     /// without a relock, every file checked against the lock's sha256.

@@ -20,6 +20,12 @@ pub fn repository(s: &str) -> Result<crate::core::image_ref::Repository, String>
     crate::core::image_ref::Repository::parse(s)
 }
 
+/// A platform for `image --platform`: `linux-64`, `linux-aarch64` (see
+/// `core::platform::parse_image_platform`).
+pub fn image_platform(s: &str) -> Result<crate::core::spec::Platform, String> {
+    crate::core::platform::parse_image_platform(s)
+}
+
 /// An image for `image --cache-from`: `[HOST[:PORT]/]PATH:TAG` (see
 /// `core::image_ref::parse_cache_source`).
 pub fn cache_source(s: &str) -> Result<String, String> {

@@ -188,6 +188,11 @@ pub fn gpu_text(t: &Table) -> String {
                 g.cc.to_string(),
                 arch.map(|a| a.family.clone()).unwrap_or_default(),
                 format!("{:?}", g.kind).to_lowercase(),
+                g.cpu_arch
+                    .iter()
+                    .map(|c| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 g.min_driver
                     .as_ref()
                     .map(|d| d.to_string())
@@ -197,7 +202,15 @@ pub fn gpu_text(t: &Table) -> String {
         })
         .collect();
     format_columns(
-        &["GPU", "cc", "architecture", "kind", "min driver", "also"],
+        &[
+            "GPU",
+            "cc",
+            "architecture",
+            "kind",
+            "cpu",
+            "min driver",
+            "also",
+        ],
         &rows,
     )
 }

@@ -33,13 +33,36 @@ pub fn error_suite<'a>(name: &str, f: &'a Failure) -> Suite<'a> {
     }
 }
 
-/// `TABLE_MISMATCH` for every image whose smoke test gave a report, against the lock's row.
+/// `TABLE_MISMATCH` for every image whose smoke test gave a report, against the lock's row
+/// (a fleet's image: its platform's).
 pub fn mismatches(results: &[SmokeResult], table: &Table, lock: &Lock) -> Vec<Diagnostic> {
     results
         .iter()
         .filter_map(|r| r.outcome.as_ref().ok().map(|o| (r, o)))
-        .flat_map(|(r, o)| crate::core::learn::table_mismatches(&o.report, lock, table, &r.name))
+        .flat_map(|(r, o)| {
+            let of = platform_lock(lock, &r.name);
+            crate::core::learn::table_mismatches(&o.report, of, table, &r.name)
+        })
         .collect()
+}
+
+/// The lock `image` was built from: a fleet's platform entry when the image's tag carries
+/// that platform's suffix (`-arm64`), else `lock` itself.
+pub fn platform_lock<'a>(lock: &'a Lock, image: &str) -> &'a Lock {
+    if lock.fleet.is_empty() {
+        return lock;
+    }
+    crate::core::platform::of_fleet_tag(image, &lock.platforms())
+        .and_then(|p| crate::app::image_fleet::platform_lock(lock, p))
+        .unwrap_or(lock)
+}
+
+/// How a verdict names its image: with its platform when the lock is a fleet's.
+fn shown_name(lock: Option<&Lock>, image: &str) -> String {
+    match lock.filter(|l| !l.fleet.is_empty()) {
+        Some(l) => format!("{image} ({})", platform_lock(l, image).platform.as_str()),
+        None => image.to_string(),
+    }
 }
 
 /// The environment variable GitHub Actions sets to the file of the step's job summary.
@@ -63,7 +86,7 @@ pub fn append_step_summary(command: &str, results: &[SmokeResult], lock: Option<
                     .map(str::to_string)
             });
             let platform = lock
-                .map(|l| l.platform.as_str().to_string())
+                .map(|l| platform_lock(l, &r.name).platform.as_str().to_string())
                 .or(machine)
                 .unwrap_or_else(|| "?".into());
             crate::core::step_summary::Column {
@@ -115,13 +138,15 @@ pub fn report(
     row: Option<(&Table, &Lock)>,
 ) -> Result<i32, Failure> {
     let warnings = row.map_or_else(Vec::new, |(table, lock)| mismatches(&results, table, lock));
+    let lock = row.map(|(_, lock)| lock);
+    let name = |r: &SmokeResult| shown_name(lock, &r.name);
     append_step_summary(command, &results, row.map(|(_, lock)| lock));
     if let Some(path) = junit {
         let suites: Vec<Suite<'_>> = results
             .iter()
             .map(|r| match &r.outcome {
-                Ok(o) => junit_suite(&o.report, &r.name),
-                Err(f) => error_suite(&r.name, f),
+                Ok(o) => junit_suite(&o.report, &name(r)),
+                Err(f) => error_suite(&name(r), f),
             })
             .collect();
         output.write_junit(path, &suites)?;
@@ -133,7 +158,20 @@ pub fn report(
             "verdict".into(),
             (if all_passed { "pass" } else { "fail" }).into(),
         );
-        let smoke: Vec<serde_json::Value> = results.iter().map(smoke_json).collect();
+        let smoke: Vec<serde_json::Value> = results
+            .iter()
+            .map(|r| {
+                let mut v = smoke_json(r);
+                // A fleet's verdicts each name their platform.
+                if let (Some(l), Some(m)) =
+                    (lock.filter(|l| !l.fleet.is_empty()), v.as_object_mut())
+                {
+                    let p = platform_lock(l, &r.name).platform.as_str();
+                    m.insert("platform".into(), p.into());
+                }
+                v
+            })
+            .collect();
         doc.insert("smoke".into(), smoke.into());
         doc.insert("diagnostics".into(), serde_json::json!(warnings));
         output.print_json(&doc)?;
@@ -141,7 +179,7 @@ pub fn report(
         let color = super::stdout_color();
         for r in &results {
             if let Ok(o) = &r.outcome {
-                let mut title = format!("smoke test of {}", r.name);
+                let mut title = format!("smoke test of {}", name(r));
                 if r.reused {
                     title.push_str(" (verdict reused; --retest runs it again)");
                 }
@@ -162,7 +200,7 @@ pub fn report(
             Ok(o) if !o.report.passed(o.exit_code) => Some(
                 crate::core::smoke::platform_mismatch(&o.report, &r.name)
                     .into_iter()
-                    .chain([failed_diagnostic(&r.name, o)]),
+                    .chain([failed_diagnostic(&name(r), o)]),
             ),
             _ => None,
         })

@@ -161,7 +161,7 @@ registry! {
         GPU_REQUIREMENT_UNMET: Error, "The NVIDIA runtime refused the image for another of its requirements (`arch`, `brand`).";
         INTERRUPTED: Error, "A signal stopped the run (its containers removed).";
         PULL_FAILED: Error, "A base image could not be pulled.";
-        PUSH_FAILED: Error, "The tested image (or its verdict) could not be pushed.";
+        PUSH_FAILED: Error, "The tested image (or its verdict, or a fleet's image index) could not be pushed.";
         VERDICT_MISSING: Error, "`test --show-verdict`: the registry holds no verdict for the image, or one for another digest.";
         ENGINE_TIMEOUT: Error, "The engine answered the ping, then did not answer a call within its limit.";
         CA_BUNDLE_INVALID: Error, "The CA bundle named for the build is unusable.";
@@ -186,6 +186,7 @@ registry! {
         LOCK_STALE: Error, "`--locked`: the lock on disk differs from what the spec resolves to.";
         LOCK_MISSING: Error, "`--locked`: there is no lock on disk.";
         CANCELLED: Error, "`image SPEC... --fail-fast`: a spec not run (or stopped) because another one failed.";
+        PLATFORM_NOT_IN_LOCK: Error, "`image --platform` names a platform the lock holds no resolution for.";
         RANGE_NOT_LOCKED: Warning, "A table-level lock (no closure) carries an extra package's range as written: nothing pins it.";
     }
 }

@@ -30,10 +30,23 @@ pub struct Entry {
     pub pushed: Option<String>,
 }
 
-/// The platforms `lock` builds images for, in its order: one today (`platform`); a fleet's
-/// lock lists one resolution per platform, and every function here takes a list.
+/// The platforms `lock` builds images for, in its order: its own, then each of its fleet's
+/// (`Lock::platforms`).
 pub fn platforms(lock: &Lock) -> Vec<Platform> {
-    vec![lock.platform]
+    lock.platforms()
+}
+
+/// The lock hash a platform's image is tagged with (`VARIANT-<hash12>`, as the rendered run
+/// snippets of its folder name it): a fleet entry's own, else `lock_hash`.
+fn platform_lock_hash(lock: &Lock, lock_hash: &str, p: Platform) -> String {
+    match lock
+        .fleet
+        .iter()
+        .find(|l| l.platform == p && p != lock.platform)
+    {
+        Some(entry) => entry.hash().unwrap_or_else(|_| lock_hash.to_string()),
+        None => lock_hash.to_string(),
+    }
 }
 
 /// The entries of one spec whose lock is `lock` (hash `lock_hash`), for `variants` (empty: every
@@ -56,6 +69,10 @@ pub fn entries(
         "yes"
     };
     let short = lock_hash.get(..12).unwrap_or(lock_hash);
+    let hashes: Vec<String> = platforms
+        .iter()
+        .map(|p| platform_lock_hash(lock, lock_hash, *p))
+        .collect();
     let mut out = Vec::new();
     for variant in lock
         .image
@@ -64,8 +81,9 @@ pub fn entries(
         .map(|v| v.as_str())
         .filter(|v| variants.is_empty() || variants.contains(v))
     {
-        for p in platforms {
+        for (p, hash) in platforms.iter().zip(&hashes) {
             let platform = p.as_str();
+            let own = hash.get(..12).unwrap_or(hash);
             out.push(Entry {
                 name: format!("{label}-{variant}-{platform}"),
                 spec: spec.to_string(),
@@ -78,7 +96,7 @@ pub fn entries(
                     .unwrap_or_default()
                     .to_string(),
                 gpus: gpus.to_string(),
-                image: format!("{image_name}:{variant}-{short}"),
+                image: format!("{image_name}:{variant}-{own}"),
                 pushed: repo.map(|r| format!("{r}:{variant}-{short}")),
             });
         }
@@ -162,6 +180,36 @@ mod tests {
         assert_eq!(got[0].docker_platform, "linux/amd64");
         assert_eq!(got[0].runs_on, "ubuntu-24.04");
         assert_eq!(platforms(&lock), [Platform::Linux64]);
+    }
+
+    /// A fleet lock: one entry per platform of the lock, each tagged with its own lock's hash
+    /// (the tag its render folder's run snippets name).
+    #[test]
+    fn a_fleet_lock_gives_one_entry_per_platform() {
+        let text = include_str!("../../specs/fleet-h100-gh200/envbuild.lock");
+        let lock = Lock::from_toml(text).unwrap();
+        let hash = lock.hash().unwrap();
+        let ps = platforms(&lock);
+        assert_eq!(ps, [Platform::Linux64, Platform::LinuxAarch64]);
+        let got = entries(
+            "f",
+            "s.toml",
+            &lock,
+            &hash,
+            "envbuild/f",
+            &["runtime"],
+            &ps,
+            None,
+        );
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].image, format!("envbuild/f:runtime-{}", &hash[..12]));
+        let arm_hash = lock.fleet[0].hash().unwrap();
+        assert_eq!(
+            got[1].image,
+            format!("envbuild/f:runtime-{}", &arm_hash[..12])
+        );
+        assert_eq!(got[1].docker_platform, "linux/arm64");
+        assert_eq!(got[1].runs_on, "ubuntu-24.04-arm");
     }
 
     #[test]

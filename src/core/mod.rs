@@ -13,6 +13,7 @@ pub mod expectations;
 pub mod explain;
 pub mod hash;
 pub mod host;
+pub mod image_index;
 pub mod image_ref;
 pub mod import;
 pub mod learn;

@@ -71,6 +71,57 @@ pub fn from_machine(machine: &str) -> Option<Platform> {
         .map(|n| n.platform)
 }
 
+/// The suffix a fleet's image of `p` carries on its tags (`-arm64`), so that the images of two
+/// platforms never share a tag, locally or in a registry. A single-platform lock has none.
+pub fn tag_suffix(p: Platform) -> String {
+    format!("-{}", image_arch(p).unwrap_or(p.as_str()))
+}
+
+/// The platform among `platforms` whose fleet image `tag` (`NAME:VARIANT-<hash12>-arm64`) is.
+pub fn of_fleet_tag(tag: &str, platforms: &[Platform]) -> Option<Platform> {
+    let (_, t) = tag.rsplit_once(':').filter(|(_, t)| !t.contains('/'))?;
+    platforms
+        .iter()
+        .copied()
+        .find(|p| t.ends_with(&tag_suffix(*p)))
+}
+
+/// The platforms envbuild builds images for, by name (`linux-64, linux-aarch64`), for messages.
+pub fn known_names() -> String {
+    NAMES
+        .iter()
+        .map(|n| n.platform.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The one parser of a `--platform` value: a platform name (`linux-aarch64`) an image is built
+/// for; an unknown one names the known.
+pub fn parse_image_platform(s: &str) -> Result<Platform, String> {
+    let s = s.trim();
+    Platform::parse(s)
+        .filter(|p| names(*p).is_some())
+        .ok_or_else(|| {
+            format!(
+                "`{s}` is not a platform envbuild builds images for (known: {})",
+                known_names()
+            )
+        })
+}
+
+/// The platforms of a lock (`in_lock`, its order) that `wanted` selects: every one when
+/// `wanted` is empty. `Err`: the first wanted platform the lock does not hold.
+pub fn select(in_lock: &[Platform], wanted: &[Platform]) -> Result<Vec<Platform>, Platform> {
+    if let Some(missing) = wanted.iter().find(|w| !in_lock.contains(w)) {
+        return Err(*missing);
+    }
+    Ok(in_lock
+        .iter()
+        .copied()
+        .filter(|p| wanted.is_empty() || wanted.contains(p))
+        .collect())
+}
+
 /// The platform of a Docker platform string (`linux/arm64`, `linux/arm64/v8`).
 pub fn from_docker(docker: &str) -> Option<Platform> {
     let mut parts = docker.trim().split('/');
@@ -95,6 +146,31 @@ mod tests {
         assert_eq!(runs_on(x86), Some("ubuntu-24.04"));
         assert_eq!(docker_platform(Platform::Win64), None);
         assert_eq!(runs_on(Platform::Win64), None);
+    }
+
+    #[test]
+    fn fleet_tags_and_selection() {
+        let (x86, arm) = (Platform::Linux64, Platform::LinuxAarch64);
+        assert_eq!(tag_suffix(arm), "-arm64");
+        assert_eq!(tag_suffix(x86), "-amd64");
+        assert_eq!(parse_image_platform(" linux-aarch64"), Ok(arm));
+        let e = parse_image_platform("linux-arm64").unwrap_err();
+        assert!(e.contains("known: linux-64, linux-aarch64"), "{e}");
+        assert!(parse_image_platform("win-64").is_err());
+        let fleet = [x86, arm];
+        assert_eq!(select(&fleet, &[]), Ok(vec![x86, arm]));
+        assert_eq!(select(&fleet, &[arm]), Ok(vec![arm]));
+        // The lock's order, whatever the order asked.
+        assert_eq!(select(&fleet, &[arm, x86]), Ok(vec![x86, arm]));
+        assert_eq!(select(&[x86], &[arm]), Err(arm));
+        let tag = "127.0.0.1:5000/e/x:runtime-0123456789ab-arm64";
+        assert_eq!(of_fleet_tag(tag, &fleet), Some(arm));
+        assert_eq!(
+            of_fleet_tag("e/x:runtime-0123456789ab-amd64", &fleet),
+            Some(x86)
+        );
+        assert_eq!(of_fleet_tag("e/x:runtime-0123456789ab", &fleet), None);
+        assert_eq!(of_fleet_tag("host:5000/x-arm64", &fleet), None);
     }
 
     #[test]

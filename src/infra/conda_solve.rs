@@ -244,6 +244,12 @@ use hyper_util::client::proxy::matcher::Matcher;
 /// of the environment. Only https is proxied: a CONNECT to a plain-http port is refused by
 /// common proxies, and http channels are for mirrors on the local network.
 fn client() -> Result<reqwest::Client, Failure> {
+    http_client()
+}
+
+/// The HTTP client envbuild's own requests use (the gateway's, and the registry API's): rustls
+/// trusting this machine's CA certificates, the environment's proxy rules for https.
+pub(crate) fn http_client() -> Result<reqwest::Client, Failure> {
     let certs = rustls_native_certs::load_native_certs();
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(certs.certs);

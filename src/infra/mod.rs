@@ -11,5 +11,6 @@ pub mod network;
 pub mod proc;
 pub mod python;
 pub mod registry_auth;
+pub mod registry_http;
 pub mod uv_resolve;
 pub mod verdict_cache;

@@ -43,7 +43,7 @@ fn gh200_spec(name: &str, base: &str, platform: &str) -> String {
 }
 
 /// `envbuild lock` of `text` in `dir`; the lock it wrote.
-fn locked(dir: &Path, text: &str) -> envbuild::core::lock::Lock {
+pub(crate) fn locked(dir: &Path, text: &str) -> envbuild::core::lock::Lock {
     let spec = dir.join("envbuild.toml");
     std::fs::write(&spec, text).unwrap();
     let out = envbuild().arg("lock").arg(&spec).output().unwrap();
@@ -57,9 +57,9 @@ fn locked(dir: &Path, text: &str) -> envbuild::core::lock::Lock {
 }
 
 /// The stand-in torch (tests/fixtures/fake_torch.py) that answers as the lock's build does, on
-/// a machine without a driver: the lock's torch, CUDA, cuDNN, NCCL and arch list, and an
-/// aarch64 wheel tag.
-fn fake_torch_like(lock: &envbuild::core::lock::Lock) -> BTreeMap<String, Vec<u8>> {
+/// a machine without a driver: the lock's torch, CUDA, cuDNN, NCCL and arch list, and a wheel
+/// tag of the lock's machine (`manylinux_2_28_aarch64`).
+pub(crate) fn fake_torch_like(lock: &envbuild::core::lock::Lock) -> BTreeMap<String, Vec<u8>> {
     let e = envbuild::core::expectations::expectations_from_lock(lock);
     let cuda = e.cuda.clone().expect("a CUDA build");
     let nums = |v: &str| -> Vec<u32> { v.split('.').filter_map(|p| p.parse().ok()).collect() };
@@ -76,7 +76,10 @@ fn fake_torch_like(lock: &envbuild::core::lock::Lock) -> BTreeMap<String, Vec<u8
         "cudnn": cudnn[0] * 10000 + cudnn[1] * 100 + cudnn[2],
         "nccl": nccl[..3],
         "arch": e.arch_list.join(" "),
-        "wheel_tags": [format!("cp{python}-cp{python}-manylinux_2_28_aarch64")],
+        "wheel_tags": [format!(
+            "cp{python}-cp{python}-manylinux_2_28_{}",
+            envbuild::core::platform::machine(lock.platform).unwrap()
+        )],
     });
     let dir = tempfile::tempdir().unwrap();
     let made = std::process::Command::new("python3")
@@ -121,6 +124,18 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// built for `linux/arm64` through envbuild's own build (a `COPY`: nothing runs).
 fn arm64_fake_torch_image(d: &support::Docker, torch: BTreeMap<String, Vec<u8>>) -> String {
     let base = support::arm64_python_image(d);
+    fake_torch_image_on(d, &base, "linux/arm64", torch)
+}
+
+/// `base` (a Debian with python3, for Docker platform `platform`) plus `torch` in its
+/// dist-packages, built for that platform.
+pub(crate) fn fake_torch_image_on(
+    d: &support::Docker,
+    base: &str,
+    platform: &str,
+    torch: BTreeMap<String, Vec<u8>>,
+) -> String {
+    let arch = platform.rsplit('/').next().unwrap_or(platform);
     let mut files = torch;
     files.insert(
         "Dockerfile".into(),
@@ -135,7 +150,7 @@ fn arm64_fake_torch_image(d: &support::Docker, torch: BTreeMap<String, Vec<u8>>)
         files,
         dockerfile: "Dockerfile".into(),
         target: String::new(),
-        image_name: "envbuild-test/debian-arm64-fake-torch".into(),
+        image_name: format!("envbuild-test/debian-{arch}-fake-torch"),
         variant: "base".into(),
         lock_hash: support::fake_lock_hash(&String::from_utf8_lossy(&seed)),
         summary: "{}".into(),
@@ -144,18 +159,19 @@ fn arm64_fake_torch_image(d: &support::Docker, torch: BTreeMap<String, Vec<u8>>)
         rebuild: false,
         build_args: BTreeMap::new(),
         cache: Default::default(),
-        platform: Some("linux/arm64".into()),
+        platform: Some(platform.into()),
+        tag_suffix: String::new(),
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,
         &req,
         &mut |_| {},
     ))
-    .unwrap_or_else(|f| panic!("building the arm64 fake-torch base: {f}"));
+    .unwrap_or_else(|f| panic!("building the {arch} fake-torch base: {f}"));
     req.primary_tag()
 }
 
-fn image_arch(image: &str) -> String {
+pub(crate) fn image_arch(image: &str) -> String {
     let out = std::process::Command::new("docker")
         .args(["image", "inspect", "--format", "{{.Architecture}}", image])
         .output()

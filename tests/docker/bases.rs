@@ -125,6 +125,7 @@ fn proxy_build_args_reach_run_steps_and_stay_out_of_the_image() {
         build_args,
         cache: Default::default(),
         platform: None,
+        tag_suffix: String::new(),
     };
     let built = d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

@@ -98,6 +98,7 @@ fn bench_noop_image_vs_docker_build() {
         content_sha256: None,
         lock_summary: "{}".into(),
         platform: None,
+        tag_suffix: String::new(),
     };
     let cache = tempfile::tempdir().unwrap();
     let opts = ImageOptions {

@@ -177,6 +177,7 @@ fn fake_torch_with_host_ca(d: &support::Docker) -> String {
         build_args: Default::default(),
         cache: Default::default(),
         platform: None,
+        tag_suffix: String::new(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));

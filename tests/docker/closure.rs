@@ -61,6 +61,7 @@ fn build_image(
         build_args: Default::default(),
         cache: Default::default(),
         platform: None,
+        tag_suffix: String::new(),
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

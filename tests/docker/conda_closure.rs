@@ -109,6 +109,7 @@ fn build(
         build_args: Default::default(),
         cache: Default::default(),
         platform: None,
+        tag_suffix: String::new(),
     };
     d.block_on(envbuild::infra::docker::build::build(
         &d.engine,

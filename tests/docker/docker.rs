@@ -94,6 +94,7 @@ pub(crate) fn rendered(name: &str, lock_seed: &str, files: &[(&str, &str)]) -> R
         content_sha256: None,
         lock_summary: r#"{"test":true}"#.into(),
         platform: None,
+        tag_suffix: String::new(),
     }
 }
 

@@ -842,6 +842,7 @@ fn fake_cuda_torch_on(d: &Docker, base: &str, name: &str) -> String {
         build_args: BTreeMap::new(),
         cache: Default::default(),
         platform: None,
+        tag_suffix: String::new(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));

@@ -47,6 +47,8 @@ mod bases;
 mod bench;
 // BuildKit through the Engine API: a build that passes, local wheels bind-mounted, the pip cache mount.
 mod buildkit;
+// A fleet lock's images for every platform, pushed under one multi-platform image index.
+mod fleet;
 // The registry build cache: `image --push` sends the install stage, an empty engine builds from it.
 mod cache;
 // A pip closure's image: its own pip agrees with envbuild's resolution.
@@ -204,6 +206,7 @@ fn main() {
     all.extend(bench::trials());
     all.extend(buildkit::trials());
     all.extend(cache::trials());
+    all.extend(fleet::trials());
     all.extend(learn::trials());
     all.extend(many::trials());
     all.extend(push::trials());

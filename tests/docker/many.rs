@@ -164,6 +164,7 @@ fn torch_import_hangs_image(d: &support::Docker) -> String {
         build_args: std::collections::BTreeMap::new(),
         cache: Default::default(),
         platform: None,
+        tag_suffix: String::new(),
     };
     d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
         .unwrap_or_else(|f| panic!("building the hanging-torch base: {f}"));

@@ -403,3 +403,36 @@ fn junit_is_written_for_every_failure_of_every_command_that_takes_it() {
         );
     }
 }
+
+/// `image --platform`: an unknown platform is a usage error naming the known ones (before
+/// anything runs); one the lock does not hold is `PLATFORM_NOT_IN_LOCK` with the lock's
+/// platforms and a hint; a fleet platform the lock holds gets as far as the engine.
+#[test]
+fn image_platform_selection_is_checked_against_the_lock() {
+    envbuild()
+        .args(["image", "s.toml", "--platform", "linux-arm64"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("known: linux-64, linux-aarch64"));
+    let no_engine = "unix:///nonexistent/envbuild-platform.sock";
+    let single = crate::support::root().join("specs/torch29-cu128/envbuild.toml");
+    envbuild()
+        .arg("image")
+        .arg(&single)
+        .args(["--platform", "linux-64,linux-aarch64"])
+        .env("DOCKER_HOST", no_engine)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("error[PLATFORM_NOT_IN_LOCK]"))
+        .stderr(predicate::str::contains("it has: linux-64"))
+        .stderr(predicate::str::contains("[target] platforms"));
+    let fleet = crate::support::root().join("specs/fleet-h100-gh200/envbuild.toml");
+    envbuild()
+        .arg("image")
+        .arg(&fleet)
+        .args(["--platform", "linux-aarch64"])
+        .env("DOCKER_HOST", no_engine)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("ENGINE_UNREACHABLE"));
+}

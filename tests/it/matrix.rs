@@ -25,8 +25,26 @@ fn github_matrix_of_the_example_specs() {
     insta::assert_snapshot!("matrix-github", out);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let include = doc["include"].as_array().unwrap();
-    // Every example spec × every variant its lock declares (all declare runtime and dev).
-    assert_eq!(include.len(), 2 * super::support::example_specs().len());
+    // Every example spec × every variant its lock declares (all declare runtime and dev) ×
+    // every platform of its lock (the fleet example has two).
+    let platforms: usize = super::support::example_specs()
+        .iter()
+        .map(|spec| {
+            let text = std::fs::read_to_string(spec.with_file_name("envbuild.lock")).unwrap();
+            envbuild::core::lock::Lock::from_toml(&text)
+                .unwrap()
+                .platforms()
+                .len()
+        })
+        .sum();
+    assert!(platforms > super::support::example_specs().len());
+    assert_eq!(include.len(), 2 * platforms);
+    let arm = include
+        .iter()
+        .find(|e| e["platform"] == "linux-aarch64")
+        .expect("the fleet's aarch64 entry");
+    assert_eq!(arm["docker_platform"], "linux/arm64", "{arm}");
+    assert_eq!(arm["runs_on"], "ubuntu-24.04-arm", "{arm}");
     for e in include {
         let tag = e["image"].as_str().unwrap();
         let variant = e["variant"].as_str().unwrap();

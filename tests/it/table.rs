@@ -23,6 +23,19 @@ fn sections_show_the_facts_readably_and_as_json() {
         .any(|g| g["name"] == "H100" && g["cc"] == "9.0"));
     let out = envbuild().args(["table", "cuda"]).output().unwrap();
     assert!(stdout_of(&out).contains("R580    13.0"));
+    // Each GPU's row names the CPU architectures of the machines it comes in.
+    let out = envbuild().args(["table", "gpu"]).output().unwrap();
+    let text = stdout_of(&out);
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.split("  ").next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .to_string()
+    };
+    assert!(text.lines().next().unwrap().contains(" cpu "), "{text}");
+    assert!(row("GH200").contains("aarch64") && !row("GH200").contains("x86_64"));
+    assert!(row("H100").contains("x86_64, aarch64"), "{}", row("H100"));
+    assert!(row("RTX 4090").contains("x86_64") && !row("RTX 4090").contains("aarch64"));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! `--json` fields, and show progress through [`progress`]. Performs I/O through its children:
 //! stdout/stderr and the JUnit file.
 
+mod fleet;
 mod many;
 mod one;
 mod progress;
@@ -132,4 +133,24 @@ fn run_json(
         extra.insert("skipped".into(), "registry".into());
     }
     extra
+}
+
+/// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
+fn report_failure(
+    o: &crate::commands::Output,
+    name: &str,
+    f: &Failure,
+    json: bool,
+    junit: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    if let Some(path) = junit {
+        o.write_junit(path, &[crate::commands::verdicts::error_suite(name, f)])?;
+    }
+    if json {
+        o.print_json(&serde_json::json!({
+            "verdict": "error",
+            "error": f.diagnostics,
+        }))?;
+    }
+    Ok(())
 }

@@ -7,7 +7,7 @@ use super::progress::{Display, ProgressMode};
 use super::{options, run_json};
 use crate::app::image::{ImageRun, RenderedImage};
 use crate::cli::ImageArgs;
-use crate::commands::verdicts::{error_suite, report};
+use crate::commands::verdicts::report;
 use crate::commands::{eprint_diagnostics, Output};
 use crate::core::diag::Failure;
 use std::path::Path;
@@ -27,6 +27,10 @@ pub(super) fn run(
         return Err(Failure::new(checked.diagnostics));
     };
     eprint_diagnostics(&checked.diagnostics);
+    let platforms = crate::app::image_fleet::selected(&lock, &args.platforms)?;
+    if !lock.fleet.is_empty() {
+        return super::fleet::run(o, table, (spec, &lock), args, mirror, &platforms);
+    }
     let opts = options(args);
     let progress = ProgressMode::detect(args.verbose);
     let mut rendered = crate::app::image::rendered_image(
@@ -62,7 +66,7 @@ pub(super) fn run(
             let f = super::blame_the_mirror(f, mirrors);
             // CI still gets its report files when the build itself failed.
             let name = format!("{} ({})", rendered.image_name, opts.variants.join(", "));
-            report_failure(o, &name, &f, args.json, args.junit.as_deref())?;
+            super::report_failure(o, &name, &f, args.json, args.junit.as_deref())?;
             Err(f)
         }
     }
@@ -80,24 +84,4 @@ fn report_run(
 ) -> Result<i32, Failure> {
     let extra = run_json(rendered, &result);
     report(o, "image", result.smokes, json, junit, extra, Some(row))
-}
-
-/// `--json`/`--junit` output for a run that ended before any verdict (e.g. a failed build).
-fn report_failure(
-    o: &Output,
-    name: &str,
-    f: &Failure,
-    json: bool,
-    junit: Option<&Path>,
-) -> Result<(), Failure> {
-    if let Some(path) = junit {
-        o.write_junit(path, &[error_suite(name, f)])?;
-    }
-    if json {
-        o.print_json(&serde_json::json!({
-            "verdict": "error",
-            "error": f.diagnostics,
-        }))?;
-    }
-    Ok(())
 }

@@ -37,8 +37,11 @@ impl ProgressMode {
 pub(super) struct Display {
     mode: ProgressMode,
     build: Option<Progress>,
-    /// `""` for one spec, `LABEL/` for several.
+    /// `""` for one spec, `LABEL/` for several; then the platform's for a fleet
+    /// (`linux-aarch64/`).
     prefix: String,
+    /// The spec's part of `prefix`.
+    base: String,
 }
 
 impl Display {
@@ -47,14 +50,48 @@ impl Display {
             mode,
             build: None,
             prefix: prefix.to_string(),
+            base: prefix.to_string(),
         }
     }
 
     pub(super) fn event(&mut self, event: ImageEvent<'_>) {
-        if self.prefix.is_empty() {
-            self.shown(event)
-        } else {
-            self.prefixed(event)
+        match event {
+            ImageEvent::Platform { platform } => {
+                // A fleet: every line of this platform's builds and tests names it.
+                self.prefix = format!("{}{}/", self.base, platform.as_str());
+                eprintln!(
+                    "[{}{}] the image for {}",
+                    self.base,
+                    platform.as_str(),
+                    crate::core::platform::docker_platform(platform).unwrap_or("?")
+                );
+            }
+            ImageEvent::FleetNotPushed { failed } => {
+                let names: Vec<&str> = failed.iter().map(|p| p.as_str()).collect();
+                eprintln!(
+                    "[{}fleet] not pushed: {} failed (a fleet is pushed only when every \
+                     platform passed)",
+                    self.base,
+                    names.join(", ")
+                );
+            }
+            ImageEvent::IndexPushed { index } => {
+                let archs: Vec<&str> = index
+                    .manifests
+                    .iter()
+                    .map(|m| m.architecture.as_str())
+                    .collect();
+                eprintln!(
+                    "[{}{}] pushed the image index {} ({}) of {}",
+                    self.base,
+                    index.variant,
+                    index.image,
+                    index.digest,
+                    archs.join(", ")
+                );
+            }
+            other if self.prefix.is_empty() => self.shown(other),
+            other => self.prefixed(other),
         }
     }
 
@@ -118,6 +155,10 @@ impl Display {
                     install_cache_line(&with("install"), reference, result)
                 )
             }
+            // Said by `event` itself.
+            ImageEvent::Platform { .. }
+            | ImageEvent::FleetNotPushed { .. }
+            | ImageEvent::IndexPushed { .. } => {}
         }
     }
 
@@ -171,6 +212,9 @@ impl Display {
             ImageEvent::InstallCache { reference, result } => {
                 eprintln!("{}", install_cache_line("install", reference, result))
             }
+            ImageEvent::Platform { .. }
+            | ImageEvent::FleetNotPushed { .. }
+            | ImageEvent::IndexPushed { .. } => {}
         }
     }
 }

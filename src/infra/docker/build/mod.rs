@@ -60,6 +60,9 @@ pub struct BuildRequest {
     /// The Docker platform to build for (`linux/arm64`, `core::platform::docker_platform`),
     /// sent to either builder as the Engine API's `platform`; `None`: the engine's own.
     pub platform: Option<String>,
+    /// Appended to the primary tag: a fleet's platform image carries its architecture
+    /// (`-arm64`, `core::platform::tag_suffix`); empty for a single-platform lock.
+    pub tag_suffix: String,
 }
 
 /// A registry build cache: images whose inline cache BuildKit reads (`cachefrom`), and whether
@@ -80,7 +83,10 @@ impl BuildRequest {
     pub fn primary_tag(&self) -> String {
         let id = self.content_sha256.as_deref().unwrap_or(&self.lock_hash);
         let short = id.get(..12).unwrap_or(id);
-        format!("{}:{}-{}", self.image_name, self.variant, short)
+        format!(
+            "{}:{}-{}{}",
+            self.image_name, self.variant, short, self.tag_suffix
+        )
     }
 
     /// Every label the image gets.
@@ -627,6 +633,7 @@ mod tests {
             build_args: BTreeMap::new(),
             cache: Default::default(),
             platform: None,
+            tag_suffix: String::new(),
         };
         assert_eq!(req.primary_tag(), "myenv:runtime-0123456789ab");
         assert_eq!(req.labels()[LABEL_VARIANT], "runtime");

@@ -1,0 +1,194 @@
+//! Issue 19 item 4 against the real engine and a real registry, under emulation: `envbuild
+//! image --push` of a two-platform fleet lock (H100 servers on x86_64, GH200 on aarch64) builds
+//! and smoke-tests each platform's image (`-amd64`, `-arm64`), pushes them with their verdicts
+//! once both passed, then one OCI image index under the variant's tag, read back here through
+//! the registry's HTTP API: its manifests' platforms and digests are what was pushed. The base
+//! is a fake-torch stand-in per platform (seconds to make), put into the test's registry as one
+//! multi-platform base.
+
+use crate::engine_support as support;
+use envbuild::core::image_index;
+use envbuild::core::image_ref::Repository;
+use envbuild::core::spec::Platform;
+use envbuild::infra::docker::registry as reg;
+use envbuild::infra::registry_http::RegistryApi;
+use std::time::Instant;
+
+/// The tests in this file, for the harness (tests/docker/main.rs).
+pub fn trials() -> Vec<libtest_mimic::Trial> {
+    trials![a_fleet_lock_pushes_every_platform_under_one_image_index]
+}
+
+/// H100 (x86_64 and aarch64 servers) beside GH200 (aarch64 only): no `platform`, so the lock
+/// holds both, on `base`, which provides torch.
+fn fleet_spec(name: &str, base: &str) -> String {
+    format!(
+        "name = \"{name}\"\npython = \"3.11\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
+         torchaudio = false\n\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H100\", \"GH200\"]\n\n\
+         [image]\nbase = \"{base}\"\nbase-provides = [\"torch\"]\nvariants = [\"runtime\"]\n"
+    )
+}
+
+/// Push each platform's fake-torch image to `repo` and put an index of them under `tag`: one
+/// base reference that gives each platform its own image.
+fn multi_platform_base(
+    d: &support::Docker,
+    repo: &Repository,
+    tag: &str,
+    images: &[(Platform, String)],
+) -> String {
+    let api = RegistryApi::new(repo, None).unwrap();
+    let mut members = Vec::new();
+    for (platform, image) in images {
+        let t = format!("{tag}{}", envbuild::core::platform::tag_suffix(*platform));
+        d.block_on(reg::tag(&d.engine, image, &repo.name, &t))
+            .unwrap();
+        let digest = d
+            .block_on(reg::push(&d.engine, &repo.name, &t, None, &mut |_| {}))
+            .unwrap_or_else(|f| panic!("pushing the base: {f}"));
+        d.remove_image(&repo.tagged(&t));
+        members.push(d.block_on(api.member(&digest, *platform)).unwrap());
+    }
+    let bytes = image_index::index_json(&members).unwrap();
+    d.block_on(api.put_index(tag, &bytes)).unwrap();
+    repo.tagged(tag)
+}
+
+/// The fleet's image run with `--push`: both platforms built for their Docker platform, tested
+/// (each report names its machine), pushed with their verdicts, and the index of the variant's
+/// tag holds exactly those two manifests, each with its platform.
+fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
+    let test = "a_fleet_lock_pushes_every_platform_under_one_image_index";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+        return;
+    }
+    let Some(r) = super::push::registry(test) else {
+        return;
+    };
+    let n = super::docker::nonce();
+    let probe_dir = tempfile::tempdir().unwrap();
+    // Each platform's torch facts, from a lock made with a placeholder base.
+    let probe = super::arm64::locked(
+        probe_dir.path(),
+        &fleet_spec("probe", "envbuild-test/placeholder:1"),
+    );
+    assert_eq!(
+        probe.platforms(),
+        [Platform::Linux64, Platform::LinuxAarch64]
+    );
+    let x86 = super::arm64::fake_torch_image_on(
+        &d,
+        &support::debian_python_image(&d),
+        "linux/amd64",
+        super::arm64::fake_torch_like(&probe),
+    );
+    let arm = super::arm64::fake_torch_image_on(
+        &d,
+        &support::arm64_python_image(&d),
+        "linux/arm64",
+        super::arm64::fake_torch_like(&probe.fleet[0]),
+    );
+    let base_repo = Repository::parse(&format!("{}/envbuild-test/fleet-base-{n}", r.addr)).unwrap();
+    let base = multi_platform_base(
+        &d,
+        &base_repo,
+        "1",
+        &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(&spec, fleet_spec(&format!("fleet-{n}"), &base)).unwrap();
+    let repo = format!("{}/envbuild-test/fleet-{n}", r.addr);
+    let cache = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = super::bases::envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
+        .env("ENVBUILD_CACHE_DIR", cache.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    let mut made: Vec<String> = Vec::new();
+    for key in ["smoke", "pushed"] {
+        for item in doc[key].as_array().into_iter().flatten() {
+            made.push(item["image"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    let cleanup = |made: &[String]| {
+        for image in made.iter().filter(|i| !i.is_empty()) {
+            d.remove_image(image);
+        }
+        d.remove_image(&base);
+    };
+    if out.status.code() != Some(0) {
+        cleanup(&made);
+        panic!("exit {:?}\n{doc}\n{err}", out.status.code());
+    }
+    assert_eq!(doc["verdict"], "pass", "{doc}");
+    let platforms = doc["platforms"].as_array().unwrap();
+    assert_eq!(platforms.len(), 2, "{doc}");
+    for (i, (platform, docker, arch, machine)) in [
+        ("linux-64", "linux/amd64", "amd64", "x86_64"),
+        ("linux-aarch64", "linux/arm64", "arm64", "aarch64"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(platforms[i]["platform"], platform, "{doc}");
+        assert_eq!(platforms[i]["docker_platform"], docker, "{doc}");
+        let smoke = &doc["smoke"][i];
+        assert_eq!(smoke["platform"], platform, "{smoke}");
+        assert_eq!(smoke["passed"], true, "{smoke}");
+        assert_eq!(smoke["report"]["environment"]["machine"], machine);
+        let tag = smoke["image"].as_str().unwrap();
+        assert!(tag.ends_with(&format!("-{arch}")), "{tag}");
+        assert_eq!(super::arm64::image_arch(tag), arch, "{tag}");
+        let pushed = &doc["pushed"][i];
+        assert_eq!(pushed["platform"], platform, "{doc}");
+        assert!(pushed["image"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("-{arch}")));
+    }
+    let content = doc["content_sha256"].as_str().unwrap();
+    let index_tag = format!("runtime-{}", &content[..12]);
+    let index = &doc["index"][0];
+    assert_eq!(index["image"], format!("{repo}:{index_tag}"), "{doc}");
+
+    // The index as the registry holds it: an OCI index of both pushed images.
+    let api = RegistryApi::new(&Repository::parse(&repo).unwrap(), None).unwrap();
+    let (media_type, bytes) = d.block_on(api.manifest(&index_tag)).unwrap();
+    assert_eq!(media_type, image_index::OCI_INDEX);
+    assert_eq!(
+        index["digest"].as_str().unwrap(),
+        format!("sha256:{}", envbuild::core::hash::sha256_hex(&bytes))
+    );
+    let manifests = image_index::parse_index(&bytes).unwrap();
+    assert_eq!(manifests.len(), 2, "{manifests:?}");
+    for (i, arch) in ["amd64", "arm64"].into_iter().enumerate() {
+        let m = &manifests[i];
+        let p = m.platform.as_ref().unwrap();
+        assert_eq!((p.os.as_str(), p.architecture.as_str()), ("linux", arch));
+        assert_eq!(
+            m.digest,
+            doc["pushed"][i]["digest"].as_str().unwrap(),
+            "{doc}"
+        );
+    }
+    eprintln!(
+        "fleet (x86_64 + emulated aarch64, fake torch): {:.1} s build, smoke tests, push, index",
+        took.as_secs_f64()
+    );
+    cleanup(&made);
+    d.assert_no_smoke_container("after the fleet run");
+}
