@@ -71,10 +71,10 @@ pub fn platform_images(
     variants: &[String],
     templates: Option<&Path>,
     spec: &Path,
-    pip_mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
     platforms: &[Platform],
 ) -> Result<Vec<PlatformImage>, Failure> {
-    let whole = image::rendered_image(lock, variants, templates, spec, pip_mirror)?;
+    let whole = image::rendered_image(lock, variants, templates, spec, mirrors)?;
     let folders: Vec<String> = lock
         .fleet
         .iter()
@@ -330,7 +330,15 @@ mod tests {
         let all = lock.platforms();
         assert_eq!(all, [Platform::Linux64, Platform::LinuxAarch64]);
         let spec = Path::new("specs/fleet-h100-gh200/envbuild.toml");
-        let images = platform_images(&lock, &["runtime".into()], None, spec, None, &all).unwrap();
+        let images = platform_images(
+            &lock,
+            &["runtime".into()],
+            None,
+            spec,
+            &Default::default(),
+            &all,
+        )
+        .unwrap();
         let (x86, arm) = (&images[0].rendered, &images[1].rendered);
         assert_eq!(x86.tag_suffix, "-amd64");
         assert_eq!(arm.tag_suffix, "-arm64");
@@ -350,8 +358,15 @@ mod tests {
         };
         assert_eq!(expect(arm)["machine"], "aarch64");
         assert_eq!(expect(x86)["machine"], "x86_64");
-        let arm_only =
-            platform_images(&lock, &[], None, spec, None, &[Platform::LinuxAarch64]).unwrap();
+        let arm_only = platform_images(
+            &lock,
+            &[],
+            None,
+            spec,
+            &Default::default(),
+            &[Platform::LinuxAarch64],
+        )
+        .unwrap();
         assert_eq!(arm_only.len(), 1);
         assert_eq!(arm_only[0].rendered.files, arm.files);
     }

@@ -19,7 +19,7 @@ pub(super) fn run(
     table: &crate::core::compat::Table,
     (spec, lock): (&Path, &Lock),
     args: &ImageArgs,
-    mirror: Option<&str>,
+    mirrors: &crate::core::closure::Mirrors,
     platforms: &[Platform],
 ) -> Result<i32, Failure> {
     let opts = super::options(args);
@@ -28,7 +28,7 @@ pub(super) fn run(
         &opts.variants,
         args.templates.as_deref(),
         spec,
-        mirror,
+        mirrors,
         platforms,
     )?;
     let mut ca = None;
@@ -76,7 +76,7 @@ pub(super) fn run(
             )
         }
         Err(f) => {
-            let f = super::blame_the_mirror(f, mirror);
+            let f = super::blame_the_mirror(f, mirrors);
             let names: Vec<&str> = platforms.iter().map(|p| p.as_str()).collect();
             let name = format!(
                 "{} ({}; {})",

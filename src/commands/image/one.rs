@@ -29,7 +29,7 @@ pub(super) fn run(
     eprint_diagnostics(&checked.diagnostics);
     let platforms = crate::app::image_fleet::selected(&lock, &args.platforms)?;
     if !lock.fleet.is_empty() {
-        return super::fleet::run(o, table, (spec, &lock), args, mirror, &platforms);
+        return super::fleet::run(o, table, (spec, &lock), args, mirrors, &platforms);
     }
     let opts = options(args);
     let progress = ProgressMode::detect(args.verbose);
