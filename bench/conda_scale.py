@@ -5,11 +5,16 @@ repodata.json has conda-forge's scale (default 600,000 records, about 300 MB: co
 linux-64 repodata.json held roughly that many in 2025), with realistic record fields and
 dependency fan-out, plus the packages the committed example specs/conda-forge-torch210 needs.
 It then runs `envbuild lock --upgrade` on that example with the channel alias pointed at the
-file:// channel and reports wall time and peak memory (GNU time), and the reused lock's time.
+file:// channel and reports wall time and peak memory, and the reused lock's time. The peak is
+the kernel's (the maximum resident set, from GNU time); /proc/PID/status is sampled
+every 20 ms for its split: `RssAnon` (the heap: records, index, solver) and `RssFile`
+(file-backed pages: the memory-mapped repodata.json and the binary, page cache the kernel may
+reclaim), each the largest sample. Then `lock --offline` with changed inputs solves the same
+channel from the gateway's cache alone (for a file:// channel: read in place).
 
     python3 bench/conda_scale.py [ENVBUILD_BINARY] [RECORDS]
 
-Use a release build (`cargo build --release`); the default is target/release/envbuild.
+Use a release build (`cargo build --release --locked`); the default is target/release/envbuild.
 """
 import hashlib
 import json
@@ -22,7 +27,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/envbuild")
+binary = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else os.path.join(ROOT, "target/release/envbuild")
 records = int(sys.argv[2]) if len(sys.argv) > 2 else 600_000
 rng = random.Random(7)
 
@@ -111,23 +116,61 @@ try:
     env = dict(os.environ, ENVBUILD_CONDA_CHANNEL_ALIAS="file://" + work,
                ENVBUILD_CACHE_DIR=os.path.join(work, "cache"))
 
+    def status_kib(pid):
+        """VmHWM, RssAnon and RssFile of a running process, in KiB (None once it is gone)."""
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(l.split(":", 1) for l in f if ":" in l)
+            return [int(fields[k].split()[0]) for k in ("VmHWM", "RssAnon", "RssFile")]
+        except (OSError, KeyError, ValueError):
+            return None
+
     def run(args):
         t = time.monotonic()
-        out = subprocess.run(["/usr/bin/time", "-f", "%M", binary, "lock", "envbuild.toml"] + args,
-                             cwd=spec_dir, env=env, capture_output=True, text=True)
+        err = tempfile.TemporaryFile(mode="w+")
+        # GNU time reports the peak: this process's own rusage would count the pages the
+        # forked child shared with this (large) Python before it exec'd envbuild.
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", binary, "lock", "envbuild.toml"]
+                             + args, cwd=spec_dir, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        anon = file = 0
+        while p.poll() is None:
+            try:
+                with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+                    kids = f.read().split()
+            except OSError:
+                kids = []
+            s = status_kib(kids[0]) if kids else None
+            if s:
+                anon, file = max(anon, s[1]), max(file, s[2])
+            time.sleep(0.02)
         wall = time.monotonic() - t
-        if out.returncode != 0:
-            sys.exit(f"envbuild lock failed:\n{out.stderr}")
-        peak_kib = int(out.stderr.strip().splitlines()[-1])
-        return wall, peak_kib
+        err.seek(0)
+        said = err.read()
+        if p.returncode != 0:
+            sys.exit(f"envbuild lock {' '.join(args)} failed:\n{said}")
+        return wall, int(said.strip().splitlines()[-1]), anon, file
 
-    wall, peak = run(["--upgrade"])
+    def mib(kib):
+        return f"{kib / 1024:.0f} MiB"
+
+    wall, peak, anon, file = run(["--upgrade"])
     with open(os.path.join(spec_dir, "envbuild.lock")) as f:
         closure = sum(1 for line in f if line.startswith("[[closure]]"))
     reuse = sorted(run([])[0] for _ in range(5))[2]
+    # Changed inputs (one more extra), no request: the same solve, read from the cache alone.
+    with open(os.path.join(spec_dir, "envbuild.toml")) as f:
+        text = f.read()
+    if "conda = [" not in text:
+        sys.exit("the example spec has no `conda = [` line to add an extra to")
+    with open(os.path.join(spec_dir, "envbuild.toml"), "w") as f:
+        f.write(text.replace("conda = [", 'conda = ["tornado=6.5.2", ', 1))
+    owall, opeak, oanon, ofile = run(["--offline"])
     print(f"records: {len(packages)} (linux-64 repodata.json {size / 1e6:.0f} MB)")
-    print(f"lock --upgrade (read, parse, solve): {wall:.1f} s, peak RSS {peak / 1024:.0f} MiB, "
+    print(f"lock --upgrade (read, parse, solve): {wall:.1f} s, peak RSS {mib(peak)} "
+          f"(largest samples: RssAnon {mib(anon)}, RssFile {mib(file)}), "
           f"{closure} packages in the closure")
     print(f"lock, closure unchanged (median of 5): {reuse * 1000:.0f} ms")
+    print(f"lock --offline, inputs changed: {owall:.1f} s, peak RSS {mib(opeak)} "
+          f"(RssAnon {mib(oanon)}, RssFile {mib(ofile)})")
 finally:
     shutil.rmtree(work)
