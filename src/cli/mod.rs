@@ -313,6 +313,7 @@ pub struct ImageArgs {
     pub pull: PullArg,
     /// Push each image that passed to REGISTRY/REPO:VARIANT-<lock hash12>, with its verdict
     /// beside it (tag `...verdict`); skip build and test when the registry already holds both.
+    /// A fleet lock: pushed only when every platform passed, then one multi-platform index.
     #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
     pub push: Option<crate::core::image_ref::Repository>,
     /// With BuildKit: reuse the layers of IMAGE (`REGISTRY/REPO:TAG`, pushed with an inline

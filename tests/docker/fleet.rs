@@ -16,7 +16,10 @@ use std::time::Instant;
 
 /// The tests in this file, for the harness (tests/docker/main.rs).
 pub fn trials() -> Vec<libtest_mimic::Trial> {
-    trials![a_fleet_lock_pushes_every_platform_under_one_image_index]
+    trials![
+        a_fleet_lock_pushes_every_platform_under_one_image_index,
+        a_fleet_with_a_failing_platform_pushes_nothing,
+    ]
 }
 
 /// H100 (x86_64 and aarch64 servers) beside GH200 (aarch64 only): no `platform`, so the lock
@@ -191,4 +194,103 @@ fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
     );
     cleanup(&made);
     d.assert_no_smoke_container("after the fleet run");
+}
+
+/// The same fleet on a base whose arm64 image has no torch: the x86_64 image passes, the
+/// aarch64 one fails its smoke test, so nothing at all reaches the registry (neither
+/// platform's image or verdict, nor an index), the run exits 1 and names the platform.
+fn a_fleet_with_a_failing_platform_pushes_nothing() {
+    let test = "a_fleet_with_a_failing_platform_pushes_nothing";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+        return;
+    }
+    let Some(r) = super::push::registry(test) else {
+        return;
+    };
+    let n = super::docker::nonce();
+    let probe_dir = tempfile::tempdir().unwrap();
+    let probe = super::arm64::locked(
+        probe_dir.path(),
+        &fleet_spec("probe", "envbuild-test/placeholder:1"),
+    );
+    let x86 = super::arm64::fake_torch_image_on(
+        &d,
+        &support::debian_python_image(&d),
+        "linux/amd64",
+        super::arm64::fake_torch_like(&probe),
+    );
+    // No torch in the arm64 image: its smoke test fails (`torch_import`).
+    let arm = support::arm64_python_image(&d);
+    let base_repo =
+        Repository::parse(&format!("{}/envbuild-test/fleet-bad-base-{n}", r.addr)).unwrap();
+    let base = multi_platform_base(
+        &d,
+        &base_repo,
+        "1",
+        &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(&spec, fleet_spec(&format!("fleet-bad-{n}"), &base)).unwrap();
+    let repo = format!("{}/envbuild-test/fleet-bad-{n}", r.addr);
+    let cache = tempfile::tempdir().unwrap();
+    let out = super::bases::envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
+        .env("ENVBUILD_CACHE_DIR", cache.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    let tags: Vec<String> = doc["smoke"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["image"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for t in &tags {
+        d.remove_image(t);
+    }
+    d.remove_image(&base);
+    assert_eq!(out.status.code(), Some(1), "{doc}\n{err}");
+    assert_eq!(doc["verdict"], "fail", "{doc}");
+    assert_eq!(doc["smoke"][0]["passed"], true, "{doc}");
+    assert_eq!(doc["smoke"][1]["passed"], false, "{doc}");
+    assert_eq!(doc["smoke"][1]["platform"], "linux-aarch64", "{doc}");
+    assert_eq!(
+        doc["not_pushed"],
+        serde_json::json!(["linux-aarch64"]),
+        "{doc}"
+    );
+    assert!(
+        doc.get("pushed").is_none() && doc.get("index").is_none(),
+        "{doc}"
+    );
+    assert!(err.contains("not pushed: linux-aarch64 failed"), "{err}");
+    assert!(
+        err.contains("(linux-aarch64)` failed its smoke test"),
+        "{err}"
+    );
+    // Not one tag of the run is in the registry: no image, verdict or index.
+    let content = doc["content_sha256"].as_str().unwrap();
+    let repo = Repository::parse(&repo).unwrap();
+    for tag in [
+        format!("runtime-{}", &content[..12]),
+        format!("runtime-{}-amd64", &content[..12]),
+        format!("runtime-{}-amd64.verdict", &content[..12]),
+        format!("runtime-{}-arm64", &content[..12]),
+    ] {
+        let remote = d
+            .block_on(reg::remote_digest(&d.engine, &repo.tagged(&tag), None))
+            .unwrap();
+        assert_eq!(remote, None, "{tag} reached the registry");
+    }
+    d.assert_no_smoke_container("after the failing fleet");
 }
