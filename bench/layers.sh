@@ -7,7 +7,16 @@
 #      cold push and by the push after the change;
 #   4. a rebuild that reinstalls every layer (one more step before them, as a torch upgrade
 #      reinstalls the torch layer): the bytes pip downloads (its `Downloading` lines) against the
-#      cold build's, the cache mount answering the rest, and the time pip itself takes.
+#      cold build's, the cache mount answering the rest, and the time pip itself takes;
+#   5. with BENCH_CLASSIC=1, envbuild's cold build with the classic builder too.
+# Every build's output is timestamped, and where envbuild's time went (each step, the export)
+# is printed. The machine's load (`uptime`) is printed before and after: other work on the
+# machine slows either side, so the two cold builds run back to back.
+# envbuild installs from PyPI spelled with its port (`--pip-mirror https://pypi.org:443/simple`:
+# the same index and files, but a folder of the pip cache mount of this benchmark's own), and
+# that folder is emptied before the cold build, which so downloads every wheel, as the naive
+# build does; other builds' folders on the shared engine are left alone. The pinned uv, if some
+# build on the engine fetched it already, is reused (its fetch took 9 s when measured).
 # The base is a local Debian 12 (Python 3.11) made with mmdebstrap from the machine's apt
 # sources and trusting the host's CA bundle (no registry pulls here), imported under a fresh
 # label so that no earlier build's layer cache answers a cold step. The lock is PyPI torch
@@ -29,6 +38,7 @@ if [ -z "$envbuild" ]; then
 fi
 [ -x "$envbuild" ] || { echo "no envbuild binary: cargo build --release" >&2; exit 2; }
 ca=/etc/ssl/certs/ca-certificates.crt
+mirror=https://pypi.org:443/simple
 # The binary and the template as they are now: a rebuild during the run changes neither.
 frozen="$(mktemp -d /tmp/bench-layers-bin.XXXXXX)"
 cp "$envbuild" "$frozen/envbuild"
@@ -47,6 +57,27 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "bench/layers.sh: failed at line $LINENO; the logs are in $out" >&2; tail -n 5 "$out"/*.log >&2' ERR
 now() { date +%s.%N; }
+# Timestamp each line (seconds since the epoch), for the phases below.
+stamp() { python3 -u -c 'import sys, time
+for l in sys.stdin: sys.stdout.write(f"{time.time():.2f} {l}")'; }
+# Where a timestamped envbuild log's build time went: each step (to the next one's start) and
+# the export (to `built ... in`), in seconds.
+phases() {
+    python3 - "$1" <<'EOF'
+import re, sys
+marks = []
+for line in open(sys.argv[1], errors="replace"):
+    ts, _, text = line.rstrip("\n").partition(" ")
+    m = re.search(r"\] (step \d+/\d+: .{0,70}|exporting to image|built .* in [\d.]+s)", text)
+    if m:
+        marks.append((float(ts), m.group(1)))
+# BuildKit names the export only when it ends, so the last step's time includes it.
+for (t, what), (t2, then) in zip(marks, marks[1:]):
+    if t2 - t >= 1.0:
+        tail = ", then the export" if not then.startswith("step") else ""
+        print(f"    {t2 - t:7.1f} s  {what}{tail}")
+EOF
+}
 secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 netrx() { awk 'NR > 2 && $1 != "lo:" { rx += $2 } END { print rx }' /proc/net/dev; }
 # pip's `Downloading NAME (12.3 MB)` lines of a build log, in bytes.
@@ -62,6 +93,7 @@ EOF
 }
 blobs() { du -sb "$work/registry/docker/registry/v2/blobs" 2>/dev/null | cut -f1 || echo 0; }
 
+echo "== load before: $(uptime)"
 echo "== machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), docker $(docker version --format '{{.Server.Version}}'), storage $(docker info --format '{{.Driver}}')"
 
 # ---- base: Debian 12 with Python 3.11 and pip, trusting the host's CA bundle ----------------
@@ -108,15 +140,25 @@ variants = ["runtime"]
 base-digest = false
 EOF
 }
-image() { # LOG [ARGS...]: one `envbuild image`, its --json on stdout into LOG.json
+image() { # LOG [ARGS...]: one `envbuild image`, its --json on stdout into LOG.json, its
+    # timestamped output into LOG
     local log="$1"; shift
-    SSL_CERT_FILE="$ca" CI=true "$envbuild" image "$proj/envbuild.toml" --gpus none --json --verbose \
-        --update-lock "$@" > "$log.json" 2> "$log"
+    { SSL_CERT_FILE="$ca" CI=true "$envbuild" image "$proj/envbuild.toml" --gpus none --json \
+        --verbose --update-lock --pip-mirror "$mirror" "$@" 2>&1 1>&3 | stamp > "$log"; } 3> "$log.json"
+    return "${PIPESTATUS[0]}"
 }
 build_s() { python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['builds'][0]['build_s'])" "$1"; }
 
 # torchvision 0.29.1 comes with torch 2.14.1 (the spec's `torchvision` key, on by default).
 spec ''
+# A cold build: the benchmark's folder of the pip cache mount (python-env.sh keys it by the
+# requirements' source lines) emptied, by one build that only removes it.
+key=$(printf -- '--index-url %s\n' "$mirror" | cksum | cut -d " " -f 1)
+mkdir -p "$work/clear"
+printf 'FROM {{ base_image }} AS runtime\nRUN --mount=type=cache,target=/root/.cache/pip,sharing=shared rm -rf /root/.cache/pip/envbuild-wheels/%s\n' \
+    "$key" > "$work/clear/Dockerfile.j2"
+image "$out/clear.log" --templates "$work/clear" || true # its smoke test fails: no smoke files
+docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^envbuild/bench-layers-$nonce" | xargs -r docker rmi -f >/dev/null 2>&1 || true
 rx0=$(netrx); t0=$(now)
 image "$out/envbuild-cold.log" --push "$push"
 t1=$(now); rx1=$(netrx)
@@ -124,6 +166,8 @@ cold=$(build_s "$out/envbuild-cold.log.json")
 cold_wall=$(secs "$t0" "$t1")
 cold_dl=$(downloaded "$out/envbuild-cold.log")
 cold_push=$(blobs)
+echo "== envbuild cold: where the time went"
+phases "$out/envbuild-cold.log"
 cold_size=$(docker image inspect --format '{{.Size}}' "$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['builds'][0]['tags'][0])" "$out/envbuild-cold.log.json")")
 
 # ---- the naive Dockerfile, classic builder ---------------------------------------------------
@@ -133,12 +177,15 @@ naive_build() { # PKGS LOG
     printf 'FROM %s\nRUN pip install --no-cache-dir %s\n' "$base" "$1" > "$naive/Dockerfile"
     local t0 t1
     t0=$(now)
-    DOCKER_BUILDKIT=0 docker build --label "dev.envbuild.bench=$nonce" -t "envbuild-bench/naive-$nonce" "$naive" > "$2" 2>&1
+    DOCKER_BUILDKIT=0 docker build --label "dev.envbuild.bench=$nonce" -t "envbuild-bench/naive-$nonce" "$naive" 2>&1 | stamp > "$2"
     t1=$(now)
     secs "$t0" "$t1"
 }
 naive_cold=$(naive_build "torch==2.14.1 torchvision==0.29.1" "$out/naive-cold.log")
 naive_size=$(docker image inspect --format '{{.Size}}' "envbuild-bench/naive-$nonce")
+echo "== cold: envbuild ${cold}s, naive ${naive_cold}s; load: $(cut -d ' ' -f 1-3 /proc/loadavg)"
+# Free its 6 GB now: the rebuild after the change shares none of it.
+docker rmi -f "envbuild-bench/naive-$nonce" >/dev/null
 
 # ---- add one extra ---------------------------------------------------------------------------
 spec '"einops==0.8.1"'
@@ -164,6 +211,16 @@ image "$out/envbuild-rebuild.log" --templates "$work/templates"
 rx3=$(netrx)
 rebuild=$(build_s "$out/envbuild-rebuild.log.json")
 rebuild_dl=$(downloaded "$out/envbuild-rebuild.log")
+echo "== envbuild rebuild of every layer: where the time went"
+phases "$out/envbuild-rebuild.log"
+
+classic=0
+if [ "${BENCH_CLASSIC:-0}" = 1 ]; then
+    # The classic builder: the throwaway install stage with pip, then the copy into the base.
+    docker images --format '{{.Repository}}:{{.Tag}}' | grep -E "^envbuild/bench-layers-$nonce" | xargs -r docker rmi -f >/dev/null 2>&1 || true
+    ENVBUILD_BUILDER=legacy image "$out/envbuild-classic.log"
+    classic=$(build_s "$out/envbuild-classic.log.json")
+fi
 
 python3 - "$out/summary.json" <<EOF
 import json, sys
@@ -171,13 +228,17 @@ r = dict(cold_s=$cold, cold_wall_s=$cold_wall, naive_cold_s=$naive_cold, cold_si
          naive_size=$naive_size, einops_s=$einops, naive_einops_s=$naive_einops,
          cold_pushed_bytes=$cold_push, einops_pushed_bytes=$einops_push,
          cold_pip_downloaded=$cold_dl, cold_host_rx=$rx1 - $rx0,
-         rebuild_s=$rebuild, rebuild_pip_downloaded=$rebuild_dl, rebuild_host_rx=$rx3 - $rx2)
+         rebuild_s=$rebuild, rebuild_pip_downloaded=$rebuild_dl, rebuild_host_rx=$rx3 - $rx2,
+         classic_cold_s=$classic)
 json.dump(r, open(sys.argv[1], "w"), indent=1)
 print(f"| build | envbuild (BuildKit) | naive (classic) | ratio |")
 print(f"|---|---|---|---|")
 print(f"| cold | {r['cold_s']:.1f} s, {r['cold_size']:,} B | {r['naive_cold_s']:.1f} s, {r['naive_size']:,} B | {r['cold_s'] / r['naive_cold_s']:.2f}x |")
 print(f"| add einops==0.8.1 | {r['einops_s']:.1f} s = {100 * r['einops_s'] / r['cold_s']:.1f} % of cold | {r['naive_einops_s']:.1f} s | {r['einops_s'] / r['naive_einops_s']:.3f}x |")
 print(f"| pushed | cold {r['cold_pushed_bytes']:,} B, after the change {r['einops_pushed_bytes']:,} B | | {r['einops_pushed_bytes'] / max(r['cold_pushed_bytes'], 1):.5f} |")
+if r["classic_cold_s"]:
+    print(f"| cold, classic builder | {r['classic_cold_s']:.1f} s = {r['classic_cold_s'] / r['cold_s']:.2f}x BuildKit's | | {r['classic_cold_s'] / r['naive_cold_s']:.2f}x |")
 print(f"| every layer reinstalled | {r['rebuild_s']:.1f} s, pip downloaded {r['rebuild_pip_downloaded']:,} B (cold: {r['cold_pip_downloaded']:,} B); host rx {r['rebuild_host_rx']:,} B (cold {r['cold_host_rx']:,} B) | | |")
 EOF
+echo "== load after: $(uptime)"
 echo "logs and summary.json: $out"

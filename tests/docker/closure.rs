@@ -440,18 +440,21 @@ fn a_lock_change_outside_the_closure_reuses_the_install_layer() {
     let pip_step = "python-env.sh wheels";
     let cached = |err: &str| crate::cache::step_cached(err, "runtime", pip_step);
     assert_eq!(cached(&err1), Some(false), "{err1}");
-    // The made-up index serves no uv (python-env.sh pins PyPI's), so pip installs, and says so.
-    assert!(
-        err1.contains("uv 0.13.9 is not on this index; pip installs the wheels"),
-        "{err1}"
-    );
-    assert!(err1.contains("Successfully installed"), "{err1}");
+    // pip says `Successfully installed`; uv `Installed N packages in ...`. Which one installs
+    // depends on the engine: the made-up index serves no uv, but the shared pip cache mount
+    // holds the pinned uv once any build from PyPI fetched it.
+    let installed = |err: &str| {
+        err.contains("Successfully installed")
+            || (err.contains("Installed ")
+                && (err.contains(" package in ") || err.contains(" packages in ")))
+    };
+    assert!(installed(&err1), "{err1}");
     assert_eq!(
         cached(&err2),
         Some(true),
         "the closure was installed again:\n{err2}"
     );
-    assert!(!err2.contains("Successfully installed"), "{err2}");
+    assert!(!installed(&err2), "{err2}");
     eprintln!(
         "figures: closure image, cold build {:.1} s; after a driver change (new lock, same \
          closure) {:.1} s",
