@@ -410,6 +410,18 @@ pub fn run(
     opts: &ImageOptions,
     on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
 ) -> Result<Result<ImageRun, Failure>, Failure> {
+    on_engine(|engine, interrupt| async move {
+        build_and_test(&engine, rendered, opts, interrupt, on_event).await
+    })
+}
+
+/// Run `work` on a fresh runtime with the engine connected and the signal handlers installed
+/// (a signal while connecting stops the run). The outer `Err`: nothing was attempted.
+pub(crate) fn on_engine<T, F, Fut>(work: F) -> Result<Result<T, Failure>, Failure>
+where
+    F: FnOnce(Engine, Interrupt) -> Fut,
+    Fut: std::future::Future<Output = Result<T, Failure>>,
+{
     let rt = docker::runtime()?;
     rt.block_on(async move {
         let interrupt = drun::install_interrupt()?;
@@ -417,7 +429,7 @@ pub fn run(
             e = docker::connect() => e?,
             _ = interrupt.clone() => return Err(drun::interrupted("connecting to the engine")),
         };
-        Ok(build_and_test(&engine, rendered, opts, interrupt, on_event).await)
+        Ok(work(engine, interrupt).await)
     })
 }
 

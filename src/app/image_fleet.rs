@@ -17,8 +17,8 @@ use crate::core::diag::{Diagnostic, Failure};
 use crate::core::image_index::{self, IndexEntry, Member, PushedIndex};
 use crate::core::lock::Lock;
 use crate::core::spec::Platform;
-use crate::infra::docker::run::{self as drun, Interrupt};
-use crate::infra::docker::{self, Engine};
+use crate::infra::docker::run::Interrupt;
+use crate::infra::docker::Engine;
 use crate::infra::registry_auth::Credentials;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -146,14 +146,8 @@ pub fn run(
     opts: &ImageOptions,
     on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
 ) -> Result<Result<FleetRun, Failure>, Failure> {
-    let rt = docker::runtime()?;
-    rt.block_on(async move {
-        let interrupt = drun::install_interrupt()?;
-        let engine = tokio::select! {
-            e = docker::connect() => e?,
-            _ = interrupt.clone() => return Err(drun::interrupted("connecting to the engine")),
-        };
-        Ok(build_and_test(&engine, (images, whole), opts, interrupt, on_event).await)
+    image::on_engine(|engine, interrupt| async move {
+        build_and_test(&engine, (images, whole), opts, interrupt, on_event).await
     })
 }
 

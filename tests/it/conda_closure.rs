@@ -87,19 +87,22 @@ fn entry<'a>(c: &'a [(String, String, String)], name: &str) -> (&'a str, &'a str
 
 pub(crate) const DRIVER: &str = "driver = \"550.54.15\"\ngpus = [\"A100\"]";
 
-#[test]
-fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {
+/// The common start: the test channel served on 127.0.0.1, a work folder with the spec of
+/// `extras` (glibc 2.28, the test driver), locked once; the lock must pass.
+fn locked_once(extras: &str) -> (tempfile::TempDir, Server, tempfile::TempDir) {
     let ch = tempdir();
     add_packages(ch.path(), CHANNELS);
     let server = Server::start(ch.path());
     let work = tempdir();
-    write(
-        work.path(),
-        "envbuild.toml",
-        &spec("2.28", "\"numpy=1.26.4\", \"tqdm>=4\"", DRIVER),
-    );
+    write(work.path(), "envbuild.toml", &spec("2.28", extras, DRIVER));
     let out = lock_with(work.path(), &server.url, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    (ch, server, work)
+}
+
+#[test]
+fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {
+    let (ch, server, work) = locked_once("\"numpy=1.26.4\", \"tqdm>=4\"");
     let c = conda_of(work.path());
     let names: Vec<&str> = c.iter().map(|e| e.0.as_str()).collect();
     assert_eq!(
@@ -191,17 +194,7 @@ fn the_conda_closure_is_solved_for_the_target_with_real_hashes() {
 
 #[test]
 fn an_unchanged_conda_closure_is_reused_without_a_request_and_upgrades_re_solve() {
-    let ch = tempdir();
-    add_packages(ch.path(), CHANNELS);
-    let server = Server::start(ch.path());
-    let work = tempdir();
-    write(
-        work.path(),
-        "envbuild.toml",
-        &spec("2.28", "\"tqdm>=4\"", DRIVER),
-    );
-    let out = lock_with(work.path(), &server.url, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (ch, server, work) = locked_once("\"tqdm>=4\"");
     // 3 channels x (linux-64, noarch), each repodata.json once (beside the gateway's probes
     // for sharded, zstd and bz2 repodata, which this channel does not serve).
     let fetched = |s: &Server| {
@@ -298,13 +291,7 @@ fn cached_repodata(dir: &Path, path: &str) -> Vec<PathBuf> {
 /// lacks a subdir the solve needs is refused with CLOSURE_NEEDS_RESOLUTION naming it.
 #[test]
 fn offline_solves_a_conda_closure_from_the_repodata_cache_without_a_request() {
-    let ch = tempdir();
-    add_packages(ch.path(), CHANNELS);
-    let server = Server::start(ch.path());
-    let work = tempdir();
-    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
-    let out = lock_with(work.path(), &server.url, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (_ch, server, work) = locked_once("");
     let asked = server.requests();
 
     // Another extra: the closure's inputs changed, and --offline solves from the cache.
@@ -380,13 +367,7 @@ fn offline_solves_a_conda_closure_from_the_repodata_cache_without_a_request() {
 /// downloaded again; the new release in it is taken.
 #[test]
 fn a_warm_relock_downloads_only_the_repodata_that_changed() {
-    let ch = tempdir();
-    add_packages(ch.path(), CHANNELS);
-    let server = Server::start(ch.path());
-    let work = tempdir();
-    write(work.path(), "envbuild.toml", &spec("2.28", "", DRIVER));
-    let out = lock_with(work.path(), &server.url, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (ch, server, work) = locked_once("");
     let cold = server.log();
     let downloads = |log: &[String]| -> Vec<String> {
         let mut d: Vec<String> = log
@@ -1213,17 +1194,7 @@ fn http_get(url: &str) -> Option<Vec<u8>> {
 /// solves at build time with conda's channel alias set to the mirror for that step only.
 #[test]
 fn a_conda_closure_renders_through_a_mirror_that_serves_the_locked_bytes() {
-    let ch = tempdir();
-    add_packages(ch.path(), CHANNELS);
-    let server = Server::start(ch.path());
-    let work = tempdir();
-    write(
-        work.path(),
-        "envbuild.toml",
-        &spec("2.28", "\"tqdm>=4\"", DRIVER),
-    );
-    let out = lock_with(work.path(), &server.url, &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let (ch, server, work) = locked_once("\"tqdm>=4\"");
     let lock_bytes = fs::read(work.path().join("envbuild.lock")).unwrap();
     // The mirror: the same files on another server (the locked one then goes away).
     let mirror_dir = tempdir();

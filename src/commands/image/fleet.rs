@@ -38,16 +38,7 @@ pub(super) fn run(
         })?;
         ca = ca.or(origin);
     }
-    if let Some(origin) = ca {
-        eprintln!("note: the build trusts the CA bundle of {origin}; no image keeps it");
-    }
-    if !opts.build_args.is_empty() {
-        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
-        eprintln!(
-            "note: the build uses this machine's {} (not stored in the image)",
-            names.join(", ")
-        );
-    }
+    super::note_build_inputs(ca.as_deref(), &opts);
     let mut display = Display::new(ProgressMode::detect(args.verbose), "");
     let whole = platforms.len() == lock.platforms().len();
     if opts.push.is_some() && !whole {

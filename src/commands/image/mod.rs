@@ -63,6 +63,21 @@ pub fn run(
     }
 }
 
+/// Say what of this machine the build uses but no image keeps: the CA bundle (`ca`, its origin)
+/// and the build args taken from the environment.
+fn note_build_inputs(ca: Option<&str>, opts: &ImageOptions) {
+    if let Some(origin) = ca {
+        eprintln!("note: the build trusts the CA bundle of {origin}; no image keeps it");
+    }
+    if !opts.build_args.is_empty() {
+        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
+        eprintln!(
+            "note: the build uses this machine's {} (not stored in the image)",
+            names.join(", ")
+        );
+    }
+}
+
 /// A build through `--pip-mirror` that pip's hash check stopped, or through `--conda-mirror`
 /// that conda's stopped: the mirror's fault, said first (`MIRROR_HASH_MISMATCH`, naming each
 /// package), the installer's own words after it.

@@ -42,16 +42,7 @@ pub(super) fn run(
     )?;
     let ca =
         crate::app::image::add_ca_bundle(&mut rendered, &lock, spec, |k| std::env::var(k).ok())?;
-    if let Some(origin) = ca {
-        eprintln!("note: the build trusts the CA bundle of {origin}; no image keeps it");
-    }
-    if !opts.build_args.is_empty() {
-        let names: Vec<&str> = opts.build_args.keys().map(String::as_str).collect();
-        eprintln!(
-            "note: the build uses this machine's {} (not stored in the image)",
-            names.join(", ")
-        );
-    }
+    super::note_build_inputs(ca.as_deref(), &opts);
     let mut display = Display::new(progress, "");
     match crate::app::image::run(&rendered, &opts, &mut |e| display.event(e))? {
         Ok(result) => report_run(
