@@ -62,22 +62,9 @@ fn multi_platform_base(
 /// tag holds exactly those two manifests, each with its platform.
 fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
     let test = "a_fleet_lock_pushes_every_platform_under_one_image_index";
-    let Some(d) = support::engine(test) else {
+    let Some((d, r, n, probe)) = fleet_start(test) else {
         return;
     };
-    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
-        return;
-    }
-    let Some(r) = super::push::registry(test) else {
-        return;
-    };
-    let n = super::docker::nonce();
-    let probe_dir = tempfile::tempdir().unwrap();
-    // Each platform's torch facts, from a lock made with a placeholder base.
-    let probe = super::arm64::locked(
-        probe_dir.path(),
-        &fleet_spec("probe", "envbuild-test/placeholder:1"),
-    );
     assert_eq!(
         probe.platforms(),
         [Platform::Linux64, Platform::LinuxAarch64]
@@ -102,25 +89,10 @@ fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
         &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("envbuild.toml");
-    std::fs::write(&spec, fleet_spec(&format!("fleet-{n}"), &base)).unwrap();
     let repo = format!("{}/envbuild-test/fleet-{n}", r.addr);
-    let cache = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = super::bases::envbuild()
-        .arg("image")
-        .arg(&spec)
-        .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
-        .env("ENVBUILD_CACHE_DIR", cache.path())
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("CI", "true")
-        .output()
-        .unwrap();
+    let (out, err, doc) = push_fleet(&format!("fleet-{n}"), &base, &repo);
     let took = started.elapsed();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
     let mut made: Vec<String> = Vec::new();
     for key in ["smoke", "pushed"] {
         for item in doc[key].as_array().into_iter().flatten() {
@@ -201,21 +173,9 @@ fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
 /// platform's image or verdict, nor an index), the run exits 1 and names the platform.
 fn a_fleet_with_a_failing_platform_pushes_nothing() {
     let test = "a_fleet_with_a_failing_platform_pushes_nothing";
-    let Some(d) = support::engine(test) else {
+    let Some((d, r, n, probe)) = fleet_start(test) else {
         return;
     };
-    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
-        return;
-    }
-    let Some(r) = super::push::registry(test) else {
-        return;
-    };
-    let n = super::docker::nonce();
-    let probe_dir = tempfile::tempdir().unwrap();
-    let probe = super::arm64::locked(
-        probe_dir.path(),
-        &fleet_spec("probe", "envbuild-test/placeholder:1"),
-    );
     let x86 = super::arm64::fake_torch_image_on(
         &d,
         &support::debian_python_image(&d),
@@ -232,23 +192,8 @@ fn a_fleet_with_a_failing_platform_pushes_nothing() {
         "1",
         &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
     );
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("envbuild.toml");
-    std::fs::write(&spec, fleet_spec(&format!("fleet-bad-{n}"), &base)).unwrap();
     let repo = format!("{}/envbuild-test/fleet-bad-{n}", r.addr);
-    let cache = tempfile::tempdir().unwrap();
-    let out = super::bases::envbuild()
-        .arg("image")
-        .arg(&spec)
-        .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
-        .env("ENVBUILD_CACHE_DIR", cache.path())
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    let (out, err, doc) = push_fleet(&format!("fleet-bad-{n}"), &base, &repo);
     let tags: Vec<String> = doc["smoke"]
         .as_array()
         .into_iter()
@@ -293,4 +238,53 @@ fn a_fleet_with_a_failing_platform_pushes_nothing() {
         assert_eq!(remote, None, "{tag} reached the registry");
     }
     d.assert_no_smoke_container("after the failing fleet");
+}
+
+/// The engine, emulation, smoke script and a registry, each a skip with its reason when absent;
+/// then a nonce and the probe lock: each platform's torch facts, from a placeholder base.
+fn fleet_start(
+    test: &str,
+) -> Option<(
+    support::Docker,
+    super::push::Registry,
+    String,
+    envbuild::core::lock::Lock,
+)> {
+    let d = support::engine(test)?;
+    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+        return None;
+    }
+    let r = super::push::registry(test)?;
+    let probe_dir = tempfile::tempdir().unwrap();
+    let probe = super::arm64::locked(
+        probe_dir.path(),
+        &fleet_spec("probe", "envbuild-test/placeholder:1"),
+    );
+    Some((d, r, super::docker::nonce(), probe))
+}
+
+/// `envbuild image --update-lock --json --push repo` of the fleet spec `name` on `base`, on an
+/// empty verdict cache, without a step summary: the output, its stderr and its JSON document.
+fn push_fleet(
+    name: &str,
+    base: &str,
+    repo: &str,
+) -> (std::process::Output, String, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    std::fs::write(&spec, fleet_spec(name, base)).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = super::bases::envbuild()
+        .arg("image")
+        .arg(&spec)
+        .args(["--gpus", "none", "--update-lock", "--json", "--push", repo])
+        .env("ENVBUILD_CACHE_DIR", cache.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    (out, err, doc)
 }
