@@ -1092,6 +1092,11 @@ fn tunnelling_proxy(to: u16) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Str
                     break;
                 }
             }
+            // A connection closed before its first line (a client dropping a spare or raced
+            // connection) asked nothing of the proxy: only requests are logged.
+            if first.trim_end().is_empty() {
+                continue;
+            }
             log.lock().unwrap().push(first.trim_end().to_string());
             let Ok(upstream) = std::net::TcpStream::connect(("127.0.0.1", to)) else {
                 continue;
