@@ -19,6 +19,7 @@ use crate::core::image_ref::Repository;
 use crate::core::lock::Lock;
 use crate::core::smoke::Expectations;
 use crate::core::smoke::Mode;
+use crate::core::verdict::GpusWanted;
 use crate::infra::docker::build::{
     build_pulling, BuildEvent, BuildOutcome, BuildRequest, PullPolicy, RegistryCache,
 };
@@ -172,6 +173,9 @@ pub enum ImageEvent<'a> {
     IndexPushed {
         index: &'a crate::core::image_index::PushedIndex,
     },
+    /// A fleet lock with `--push` of some of its platforms: no index of `variant` yet, since
+    /// another platform's image is not in the registry with a passing verdict (`reason`).
+    IndexWaits { variant: &'a str, reason: &'a str },
     /// The `install` stage went to the registry as the build cache `reference` (`Ok`: its
     /// digest), or did not (`Err`: why; only a later build's cache is lost).
     InstallCache {
@@ -702,7 +706,7 @@ pub(crate) async fn build_and_smoke(
 /// With `--push` (and neither `--rebuild` nor `--retest`): the run the registry's word makes
 /// unnecessary, when every variant's tag is there with a verdict that covers this run's mode
 /// for that very digest; `None` to build.
-async fn registry_skip(
+pub(crate) async fn registry_skip(
     engine: &Engine,
     rendered: &RenderedImage,
     opts: &ImageOptions,
@@ -718,12 +722,14 @@ async fn registry_skip(
         Mode::Gpu => docker::host_gpu_identity(engine).await.map(|g| g.key()),
         Mode::Cpu => None,
     };
+    let gpus = match &gpus {
+        Some(key) => GpusWanted::These(key),
+        None => GpusWanted::Unprobed,
+    };
     let mut found = Vec::new();
     for variant in &opts.variants {
         let id = rendered.build_id();
-        match publish::registry_word(engine, repo, variant, id, (mode, gpus.as_deref()), creds)
-            .await?
-        {
+        match publish::registry_word(engine, repo, variant, id, (mode, gpus), creds).await? {
             RegistryWord::Holds(p, v) => found.push((p, v)),
             RegistryWord::Build(reason) => {
                 on_event(ImageEvent::RegistryBuilds {

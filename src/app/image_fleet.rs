@@ -1,9 +1,12 @@
 //! `image` of a fleet lock (several platforms): each selected platform's image is built from
 //! that platform's own lock entry and rendered files (its closure, its Dockerfile; the render's
-//! `linux-aarch64/` folder) for its Docker platform, and smoke-tested; with `--push`, only when
-//! every selected platform passed are the images and verdicts pushed, then one OCI image index
-//! per variant under the variant's tag, written through the registry's HTTP API. Performs I/O
-//! (files, the engine, the registry, the verdict cache); prints nothing.
+//! `linux-aarch64/` folder) for its Docker platform, and smoke-tested (or, with `--push`, found
+//! in the registry with a verdict that covers the run, as for one platform); with `--push`,
+//! only when every selected platform passed are the images and verdicts pushed, then one OCI
+//! image index per variant under the variant's tag, written through the registry's HTTP API
+//! once the registry holds every platform's image (those not selected pushed by their own runs,
+//! on their own machines). Performs I/O (files, the engine, the registry, the verdict cache);
+//! prints nothing.
 //!
 //! Tags: each platform's image is `NAME:VARIANT-<fleet12>-<arch>` (`-amd64`, `-arm64`), where
 //! `<fleet12>` is the content hash of the whole fleet's render; the index is
@@ -12,11 +15,12 @@
 //! rendered run snippets of its folder name).
 
 use super::image::{self, ImageEvent, ImageOptions, ImageRun, RenderedImage};
-use super::publish::Published;
+use super::publish::{Published, RegistryWord};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::image_index::{self, IndexEntry, Member, PushedIndex};
 use crate::core::lock::Lock;
 use crate::core::spec::Platform;
+use crate::core::verdict::GpusWanted;
 use crate::infra::docker::run::Interrupt;
 use crate::infra::docker::Engine;
 use crate::infra::registry_auth::Credentials;
@@ -129,25 +133,29 @@ pub fn platform_images(
 
 /// What a fleet run did.
 pub struct FleetRun {
-    /// Each platform's run, in the order built; its `published` holds that platform's pushes.
+    /// Each selected platform's run, in the lock's order; its `published` holds that
+    /// platform's pushes (or, with `from_registry`, what the registry already held).
     pub platforms: Vec<(Platform, ImageRun)>,
-    /// With `--push` and every platform passed: one index per variant.
+    /// With `--push` and every selected platform passed: one index per variant whose every
+    /// platform's image is in the registry.
     pub indexes: Vec<PushedIndex>,
     /// With `--push`: the platforms whose images did not pass (nothing at all is pushed then).
     pub not_pushed: Vec<Platform>,
+    /// With `--push` of part of the fleet: why a variant has no index yet (`variant`, reason).
+    pub index_waits: Vec<(String, String)>,
 }
 
-/// Connect to the engine and [`build_and_test`] every platform, stopping cleanly on signals.
-/// The outer `Err`: nothing was attempted; the inner: a build failed or the run was stopped.
-/// `whole`: `images` are every platform of the lock (else `--push` writes no index).
+/// Connect to the engine and [`build_and_test`] the `selected` platforms of the fleet whose
+/// every platform's image is in `images`, stopping cleanly on signals. The outer `Err`: nothing
+/// was attempted; the inner: a build failed or the run was stopped.
 pub fn run(
     images: &[PlatformImage],
-    whole: bool,
+    selected: &[Platform],
     opts: &ImageOptions,
     on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
 ) -> Result<Result<FleetRun, Failure>, Failure> {
     image::on_engine(|engine, interrupt| async move {
-        build_and_test(&engine, (images, whole), opts, interrupt, on_event).await
+        build_and_test(&engine, (images, selected), opts, interrupt, on_event).await
     })
 }
 
@@ -159,13 +167,17 @@ fn of_platform(mut f: Failure, platform: Platform) -> Failure {
     f
 }
 
-/// Build and smoke-test each platform's image in turn; then, with `--push` and only when every
-/// platform passed, push each image with its verdict and, when `images` are the `whole` fleet,
-/// one index per variant (an index of some platforms would be a partial image under the
-/// variant's tag).
+/// Each `selected` platform's image in turn: with `--push`, skipped when the registry holds it
+/// with a verdict that covers this run (as for one platform), else built and smoke-tested.
+/// Then, with `--push` and only when every selected platform passed, each new image is pushed
+/// with its verdict, and one index per variant is written when the registry holds every
+/// platform of the fleet: the selected ones just now, the others pushed by the runs that built
+/// them (an Arm runner's `--platform linux-aarch64 --push`), each with a passing verdict for
+/// this very build. So the run that pushes the fleet's last platform writes the index, and any
+/// later run of the whole fleet finds every image in the registry and writes it too.
 pub async fn build_and_test(
     engine: &Engine,
-    (images, whole): (&[PlatformImage], bool),
+    (images, selected): (&[PlatformImage], &[Platform]),
     opts: &ImageOptions,
     interrupt: Interrupt,
     on_event: &mut (dyn FnMut(ImageEvent<'_>) + Send),
@@ -180,12 +192,19 @@ pub async fn build_and_test(
             _ => crate::infra::registry_auth::for_host(host),
         }
     };
-    let mut tested = Vec::new();
-    for pi in images {
+    let mut platforms = Vec::new();
+    for pi in images.iter().filter(|pi| selected.contains(&pi.platform)) {
         on_event(ImageEvent::Platform {
             platform: pi.platform,
         });
-        let run = image::build_and_smoke(
+        let skip = image::registry_skip(engine, &pi.rendered, opts, creds.as_ref(), on_event)
+            .await
+            .map_err(|f| of_platform(f, pi.platform))?;
+        if let Some(run) = skip {
+            platforms.push((pi, run));
+            continue;
+        }
+        let (builds, smokes) = image::build_and_smoke(
             engine,
             &pi.rendered,
             opts,
@@ -195,63 +214,118 @@ pub async fn build_and_test(
         )
         .await
         .map_err(|f| of_platform(f, pi.platform))?;
-        tested.push((pi, run));
+        let run = ImageRun {
+            builds,
+            smokes,
+            published: Vec::new(),
+            from_registry: false,
+            install_cache: None,
+        };
+        platforms.push((pi, run));
     }
-    let failed: Vec<Platform> = tested
+    let failed: Vec<Platform> = platforms
         .iter()
-        .filter(|(_, (_, smokes))| !smokes.iter().all(|s| s.passed()))
+        .filter(|(_, run)| !run.smokes.iter().all(|s| s.passed()))
         .map(|(pi, _)| pi.platform)
         .collect();
-    let mut platforms = Vec::new();
-    let mut indexes = Vec::new();
     let push = opts.push.as_ref().filter(|_| failed.is_empty());
     if opts.push.is_some() && !failed.is_empty() {
         on_event(ImageEvent::FleetNotPushed { failed: &failed });
     }
-    for (pi, (builds, smokes)) in tested {
-        let published = match push {
-            Some(repo) => {
-                image::push_passed(
-                    engine,
-                    repo,
-                    (&builds, &smokes),
-                    pi.rendered.build_id(),
-                    opts,
-                    creds.as_ref(),
-                    on_event,
-                )
-                .await?
-            }
-            None => Vec::new(),
-        };
-        platforms.push((
-            pi.platform,
-            ImageRun {
-                builds,
-                smokes,
-                published,
-                from_registry: false,
-                install_cache: None,
-            },
-        ));
-    }
-    if let Some(repo) = push.filter(|_| whole) {
+    let mut indexes = Vec::new();
+    let mut index_waits = Vec::new();
+    if let Some(repo) = push {
+        for (pi, run) in platforms.iter_mut().filter(|(_, r)| !r.from_registry) {
+            run.published = image::push_passed(
+                engine,
+                repo,
+                (&run.builds, &run.smokes),
+                pi.rendered.build_id(),
+                opts,
+                creds.as_ref(),
+                on_event,
+            )
+            .await?;
+        }
         let api = crate::infra::registry_http::RegistryApi::new(repo, creds.clone())?;
         let fleet12 = images
             .first()
             .map(|pi| pi.rendered.identity().to_string())
             .unwrap_or_default();
         for variant in &opts.variants {
-            let index = push_index(&api, repo, variant, &fleet12, &platforms).await?;
+            let members = match index_members(
+                engine,
+                repo,
+                variant,
+                (images, &platforms),
+                opts,
+                creds.as_ref(),
+            )
+            .await?
+            {
+                Ok(members) => members,
+                Err(reason) => {
+                    on_event(ImageEvent::IndexWaits {
+                        variant,
+                        reason: &reason,
+                    });
+                    index_waits.push((variant.clone(), reason));
+                    continue;
+                }
+            };
+            let index = push_index(&api, repo, variant, &fleet12, &members).await?;
             on_event(ImageEvent::IndexPushed { index: &index });
             indexes.push(index);
         }
     }
     Ok(FleetRun {
-        platforms,
+        platforms: platforms
+            .into_iter()
+            .map(|(pi, run)| (pi.platform, run))
+            .collect(),
         indexes,
         not_pushed: failed,
+        index_waits,
     })
+}
+
+/// Every platform's pushed image of `variant`, in the lock's order: a selected platform's from
+/// this run (`ran`), another's from the registry, which must hold it under its fleet tag with
+/// a passing verdict for this very build in a mode that covers this run's (reached on that
+/// platform's own machine: its GPUs are not this run's). `Ok(Err(reason))`: one is missing.
+async fn index_members(
+    engine: &Engine,
+    repo: &crate::core::image_ref::Repository,
+    variant: &str,
+    (images, ran): (&[PlatformImage], &[(&PlatformImage, ImageRun)]),
+    opts: &ImageOptions,
+    creds: Option<&Credentials>,
+) -> Result<Result<Vec<(Platform, Published)>, String>, Failure> {
+    let mut members = Vec::new();
+    for pi in images {
+        if let Some((_, run)) = ran.iter().find(|(r, _)| r.platform == pi.platform) {
+            let Some(p) = run.published.iter().find(|p| p.variant == variant) else {
+                return Err(Failure::bug(format!(
+                    "{} has no pushed `{variant}` image for the index",
+                    pi.platform.as_str()
+                )));
+            };
+            members.push((pi.platform, p.clone()));
+            continue;
+        }
+        let wants = (opts.smoke.mode(), GpusWanted::AnyMachine);
+        let id = pi.rendered.build_id();
+        match super::publish::registry_word(engine, repo, variant, id, wants, creds).await? {
+            RegistryWord::Holds(p, _) => members.push((pi.platform, p)),
+            RegistryWord::Build(why) => {
+                return Ok(Err(format!(
+                    "{}: {why} (the run that pushes it writes the index)",
+                    pi.platform.as_str()
+                )))
+            }
+        }
+    }
+    Ok(Ok(members))
 }
 
 /// Read each platform's pushed image of `variant` back from the registry (media type, digest,
@@ -261,20 +335,10 @@ async fn push_index(
     repo: &crate::core::image_ref::Repository,
     variant: &str,
     fleet_identity: &str,
-    platforms: &[(Platform, ImageRun)],
+    pushed: &[(Platform, Published)],
 ) -> Result<PushedIndex, Failure> {
     let mut members: Vec<Member> = Vec::new();
-    for (platform, run) in platforms {
-        let Some(p) = run
-            .published
-            .iter()
-            .find(|p: &&Published| p.variant == variant)
-        else {
-            return Err(Failure::bug(format!(
-                "{} has no pushed `{variant}` image for the index",
-                platform.as_str()
-            )));
-        };
+    for (platform, p) in pushed {
         let m = api.member(&p.digest, *platform).await?;
         if m.digest != p.digest {
             return Err(Failure::bug(format!(

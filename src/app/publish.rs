@@ -117,14 +117,14 @@ pub enum RegistryWord {
 
 /// Ask the registry whether `repo:variant_tag` exists with a passing verdict that holds for
 /// this run (`TravellingVerdict::holds_for`): that very image digest, lock and build, this
-/// smoke script and envbuild, a mode that covers `mode` and, in `gpu` mode, the driver and
-/// GPUs `gpus` names (`None`: not probed, no gpu verdict holds).
+/// smoke script and envbuild, a mode that covers `mode` and, in `gpu` mode, the GPUs `gpus`
+/// wants.
 pub async fn registry_word(
     engine: &Engine,
     repo: &Repository,
     variant: &str,
     id: BuildId<'_>,
-    (mode, gpus): (Mode, Option<&str>),
+    (mode, gpus): (Mode, crate::core::verdict::GpusWanted<'_>),
     creds: Option<&Credentials>,
 ) -> Result<RegistryWord, Failure> {
     let reference = repo.tagged(&id.tag(variant));

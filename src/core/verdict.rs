@@ -72,9 +72,20 @@ pub struct RunWants<'a> {
     /// sha256 of the smoke script this envbuild runs.
     pub smoke_script_sha256: &'a str,
     pub envbuild_version: &'a str,
-    /// In `gpu` mode, the driver and GPUs this run's containers get (`GpuIdentity::key`);
-    /// `None` when they cannot be probed (an engine on another machine): no gpu verdict holds.
-    pub gpus: Option<&'a str>,
+    /// In `gpu` mode, whose GPUs the verdict must have been reached on.
+    pub gpus: GpusWanted<'a>,
+}
+
+/// Whose GPUs a `gpu` verdict must have been reached on to hold for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpusWanted<'a> {
+    /// The driver and GPUs this run's containers get (`GpuIdentity::key`).
+    These(&'a str),
+    /// They cannot be probed (an engine on another machine): no gpu verdict holds.
+    Unprobed,
+    /// Any machine's: a fleet's other platform, built and tested on a machine of its own (an
+    /// Arm runner), whose image this run only names in the fleet's index.
+    AnyMachine,
 }
 
 /// Why a verdict from the registry does not let a run skip.
@@ -174,13 +185,15 @@ impl TravellingVerdict {
             if self.mode != Mode::Gpu.as_str() {
                 return Err(VerdictMismatch::CpuOnly);
             }
-            if run.gpus != Some(self.gpus.as_str()) {
+            let mismatch = match run.gpus {
+                GpusWanted::These(key) => (key != self.gpus).then_some(key),
+                GpusWanted::Unprobed => Some("GPUs that cannot be probed from here"),
+                GpusWanted::AnyMachine => None,
+            };
+            if let Some(run) = mismatch {
                 return Err(VerdictMismatch::OtherGpus {
                     verdict: self.gpus.clone(),
-                    run: run
-                        .gpus
-                        .unwrap_or("GPUs that cannot be probed from here")
-                        .to_string(),
+                    run: run.to_string(),
                 });
             }
         }
@@ -297,7 +310,7 @@ mod tests {
             content_sha256: "ee",
             smoke_script_sha256: "dd",
             envbuild_version: "0.1.0",
-            gpus: Some(GPUS),
+            gpus: GpusWanted::These(GPUS),
         }
     }
 
@@ -371,14 +384,14 @@ mod tests {
             ),
             (
                 RunWants {
-                    gpus: Some("driver=560.1;gpus=GPU-b"),
+                    gpus: GpusWanted::These("driver=560.1;gpus=GPU-b"),
                     ..run(Mode::Gpu)
                 },
                 "other GPUs",
             ),
             (
                 RunWants {
-                    gpus: None,
+                    gpus: GpusWanted::Unprobed,
                     ..run(Mode::Gpu)
                 },
                 "GPUs not probed",
@@ -387,6 +400,19 @@ mod tests {
         for (wants, what) in cases {
             assert!(gpu.holds_for(&wants).is_err(), "{what}");
         }
+        // A fleet's other platform: a gpu verdict from its own machine names it in the index,
+        // a cpu verdict still does not cover a gpu run.
+        let elsewhere = RunWants {
+            gpus: GpusWanted::AnyMachine,
+            ..run(Mode::Gpu)
+        };
+        let mut other_machine = verdict("gpu", "pass");
+        other_machine.gpus = "driver=570.1;gpus=GPU-arm".into();
+        assert_eq!(other_machine.holds_for(&elsewhere), Ok(()));
+        assert_eq!(
+            verdict("cpu", "pass").holds_for(&elsewhere),
+            Err(VerdictMismatch::CpuOnly)
+        );
         let mut relabelled = verdict("cpu", "pass");
         relabelled.mode = "gpu".into();
         relabelled.gpus = GPUS.into();

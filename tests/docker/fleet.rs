@@ -2,7 +2,9 @@
 //! image --push` of a two-platform fleet lock (H100 servers on x86_64, GH200 on aarch64) builds
 //! and smoke-tests each platform's image (`-amd64`, `-arm64`), pushes them with their verdicts
 //! once both passed, then one OCI image index under the variant's tag, read back here through
-//! the registry's HTTP API: its manifests' platforms and digests are what was pushed. The base
+//! the registry's HTTP API: its manifests' platforms and digests are what was pushed. As CI
+//! builds a fleet, one platform per runner (`--platform`), the run that pushes the last one
+//! writes the index, and a later run of the whole fleet builds nothing. The base
 //! is a fake-torch stand-in per platform (seconds to make), put into the test's registry as one
 //! multi-platform base.
 
@@ -57,9 +59,13 @@ fn multi_platform_base(
     repo.tagged(tag)
 }
 
-/// The fleet's image run with `--push`: both platforms built for their Docker platform, tested
-/// (each report names its machine), pushed with their verdicts, and the index of the variant's
-/// tag holds exactly those two manifests, each with its platform.
+/// The fleet pushed as a CI matrix does, one platform per run (`--platform`): the first run
+/// builds, tests and pushes the x86_64 image and writes no index (the aarch64 image is not in
+/// the registry yet); the second builds the aarch64 one, finds the x86_64 one with its verdict
+/// and writes the index; a third run of the whole fleet builds nothing (both images and
+/// verdicts are in the registry) and writes the same index again. Each report names its
+/// machine, and the index the registry holds has exactly the two pushed manifests, each with
+/// its platform.
 fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
     let test = "a_fleet_lock_pushes_every_platform_under_one_image_index";
     let Some((d, r, n, probe)) = fleet_start(test) else {
@@ -90,58 +96,83 @@ fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
     );
 
     let repo = format!("{}/envbuild-test/fleet-{n}", r.addr);
-    let started = Instant::now();
-    let (out, err, doc) = push_fleet(&format!("fleet-{n}"), &base, &repo);
-    let took = started.elapsed();
+    let name = format!("fleet-{n}");
     let mut made: Vec<String> = Vec::new();
-    for key in ["smoke", "pushed"] {
-        for item in doc[key].as_array().into_iter().flatten() {
-            made.push(item["image"].as_str().unwrap_or_default().to_string());
+    let mut runs = Vec::new();
+    let started = Instant::now();
+    for platform in [
+        &["--platform", "linux-64"][..],
+        &["--platform", "linux-aarch64"],
+        &[],
+    ] {
+        let (out, err, doc) = push_fleet(&name, &base, &repo, platform);
+        for key in ["smoke", "pushed"] {
+            for item in doc[key].as_array().into_iter().flatten() {
+                made.push(item["image"].as_str().unwrap_or_default().to_string());
+            }
         }
+        runs.push((out, err, doc));
     }
+    let took = started.elapsed();
     let cleanup = |made: &[String]| {
         for image in made.iter().filter(|i| !i.is_empty()) {
             d.remove_image(image);
         }
         d.remove_image(&base);
     };
-    if out.status.code() != Some(0) {
+    if let Some((out, err, doc)) = runs.iter().find(|(o, _, _)| o.status.code() != Some(0)) {
         cleanup(&made);
         panic!("exit {:?}\n{doc}\n{err}", out.status.code());
     }
-    assert_eq!(doc["verdict"], "pass", "{doc}");
-    let platforms = doc["platforms"].as_array().unwrap();
-    assert_eq!(platforms.len(), 2, "{doc}");
-    for (i, (platform, docker, arch, machine)) in [
+    let [(_, err1, first), (_, _, second), (_, err3, whole)] = &runs[..] else {
+        unreachable!("three runs")
+    };
+    let content = first["content_sha256"].as_str().unwrap();
+    assert_eq!(second["content_sha256"], content, "{second}");
+    let index_tag = format!("runtime-{}", &content[..12]);
+    let api = RegistryApi::new(&Repository::parse(&repo).unwrap(), None).unwrap();
+
+    // The first run: only linux-64, pushed; no index, and why.
+    assert_eq!(first["platforms"].as_array().unwrap().len(), 1, "{first}");
+    assert!(first.get("index").is_none(), "{first}");
+    let wait = first["index_waits"][0]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        wait.starts_with("linux-aarch64: ") && wait.contains("-arm64 is not in the registry"),
+        "{first}"
+    );
+    assert!(err1.contains("no image index yet: linux-aarch64"), "{err1}");
+    assert!(
+        d.block_on(api.manifest(&index_tag)).is_err(),
+        "no index after the first platform"
+    );
+
+    // Each platform's run built, tested and pushed its own image.
+    let mut pushed = Vec::new();
+    for (doc, (platform, docker, arch, machine)) in [first, second].into_iter().zip([
         ("linux-64", "linux/amd64", "amd64", "x86_64"),
         ("linux-aarch64", "linux/arm64", "arm64", "aarch64"),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        assert_eq!(platforms[i]["platform"], platform, "{doc}");
-        assert_eq!(platforms[i]["docker_platform"], docker, "{doc}");
-        let smoke = &doc["smoke"][i];
+    ]) {
+        assert_eq!(doc["verdict"], "pass", "{doc}");
+        assert_eq!(doc["platforms"][0]["platform"], platform, "{doc}");
+        assert_eq!(doc["platforms"][0]["docker_platform"], docker, "{doc}");
+        let smoke = &doc["smoke"][0];
         assert_eq!(smoke["platform"], platform, "{smoke}");
         assert_eq!(smoke["passed"], true, "{smoke}");
         assert_eq!(smoke["report"]["environment"]["machine"], machine);
         let tag = smoke["image"].as_str().unwrap();
         assert!(tag.ends_with(&format!("-{arch}")), "{tag}");
         assert_eq!(super::arm64::image_arch(tag), arch, "{tag}");
-        let pushed = &doc["pushed"][i];
-        assert_eq!(pushed["platform"], platform, "{doc}");
-        assert!(pushed["image"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("-{arch}")));
+        let p = &doc["pushed"][0];
+        assert_eq!(p["platform"], platform, "{doc}");
+        assert!(p["image"].as_str().unwrap().ends_with(&format!("-{arch}")));
+        pushed.push(p["digest"].as_str().unwrap().to_string());
     }
-    let content = doc["content_sha256"].as_str().unwrap();
-    let index_tag = format!("runtime-{}", &content[..12]);
-    let index = &doc["index"][0];
-    assert_eq!(index["image"], format!("{repo}:{index_tag}"), "{doc}");
 
-    // The index as the registry holds it: an OCI index of both pushed images.
-    let api = RegistryApi::new(&Repository::parse(&repo).unwrap(), None).unwrap();
+    // The second run wrote the index of both.
+    let index = &second["index"][0];
+    assert_eq!(index["image"], format!("{repo}:{index_tag}"), "{second}");
     let (media_type, bytes) = d.block_on(api.manifest(&index_tag)).unwrap();
     assert_eq!(media_type, image_index::OCI_INDEX);
     assert_eq!(
@@ -154,18 +185,24 @@ fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
         let m = &manifests[i];
         let p = m.platform.as_ref().unwrap();
         assert_eq!((p.os.as_str(), p.architecture.as_str()), ("linux", arch));
-        assert_eq!(
-            m.digest,
-            doc["pushed"][i]["digest"].as_str().unwrap(),
-            "{doc}"
-        );
+        assert_eq!(m.digest, pushed[i], "{second}");
     }
+
+    // The whole fleet again: nothing built, both from the registry, the same index.
+    for (i, p) in whole["platforms"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(p["skipped"], "registry", "{whole}");
+        assert_eq!(p["builds"], serde_json::json!([]), "{whole}");
+        assert_eq!(p["pushed"][0]["digest"], pushed[i].as_str(), "{whole}");
+    }
+    assert_eq!(whole["index"][0]["digest"], index["digest"], "{whole}");
+    assert!(err3.contains("build and test skipped"), "{err3}");
     eprintln!(
-        "fleet (x86_64 + emulated aarch64, fake torch): {:.1} s build, smoke tests, push, index",
+        "fleet (x86_64 + emulated aarch64, fake torch), one platform per run, then the whole \
+         fleet from the registry: {:.1} s",
         took.as_secs_f64()
     );
     cleanup(&made);
-    d.assert_no_smoke_container("after the fleet run");
+    d.assert_no_smoke_container("after the fleet runs");
 }
 
 /// The same fleet on a base whose arm64 image has no torch: the x86_64 image passes, the
@@ -193,7 +230,7 @@ fn a_fleet_with_a_failing_platform_pushes_nothing() {
         &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
     );
     let repo = format!("{}/envbuild-test/fleet-bad-{n}", r.addr);
-    let (out, err, doc) = push_fleet(&format!("fleet-bad-{n}"), &base, &repo);
+    let (out, err, doc) = push_fleet(&format!("fleet-bad-{n}"), &base, &repo, &[]);
     let tags: Vec<String> = doc["smoke"]
         .as_array()
         .into_iter()
@@ -263,12 +300,14 @@ fn fleet_start(
     Some((d, r, super::docker::nonce(), probe))
 }
 
-/// `envbuild image --update-lock --json --push repo` of the fleet spec `name` on `base`, on an
-/// empty verdict cache, without a step summary: the output, its stderr and its JSON document.
+/// `envbuild image --update-lock --json --push repo` (and `args`) of the fleet spec `name` on
+/// `base`, on an empty verdict cache, without a step summary: the output, its stderr and its
+/// JSON document.
 fn push_fleet(
     name: &str,
     base: &str,
     repo: &str,
+    args: &[&str],
 ) -> (std::process::Output, String, serde_json::Value) {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("envbuild.toml");
@@ -278,6 +317,7 @@ fn push_fleet(
         .arg("image")
         .arg(&spec)
         .args(["--gpus", "none", "--update-lock", "--json", "--push", repo])
+        .args(args)
         .env("ENVBUILD_CACHE_DIR", cache.path())
         .env_remove("GITHUB_STEP_SUMMARY")
         .env("CI", "true")

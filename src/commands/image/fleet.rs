@@ -23,13 +23,15 @@ pub(super) fn run(
     platforms: &[Platform],
 ) -> Result<i32, Failure> {
     let opts = super::options(args);
+    // Every platform's image, though only `platforms` are built: the others' tags are where
+    // their runs pushed them, which the index names.
     let mut images = image_fleet::platform_images(
         lock,
         &opts.variants,
         args.templates.as_deref(),
         spec,
         mirrors,
-        platforms,
+        &lock.platforms(),
     )?;
     let mut ca = None;
     for pi in &mut images {
@@ -40,14 +42,7 @@ pub(super) fn run(
     }
     super::note_build_inputs(ca.as_deref(), &opts);
     let mut display = Display::new(ProgressMode::detect(args.verbose), "");
-    let whole = platforms.len() == lock.platforms().len();
-    if opts.push.is_some() && !whole {
-        eprintln!(
-            "note: --platform selects part of the fleet: its images are pushed, no image index \
-             (a run of every platform writes it)"
-        );
-    }
-    match image_fleet::run(&images, whole, &opts, &mut |e| display.event(e))? {
+    match image_fleet::run(&images, platforms, &opts, &mut |e| display.event(e))? {
         Ok(result) => {
             let extra = fleet_json(lock, &images, &result);
             let smokes = result
@@ -95,7 +90,10 @@ fn fleet_json(
     let mut builds = Vec::new();
     let mut pushed = Vec::new();
     let mut per_platform = Vec::new();
-    for ((platform, run), pi) in result.platforms.iter().zip(images) {
+    for (platform, run) in &result.platforms {
+        let Some(pi) = images.iter().find(|pi| pi.platform == *platform) else {
+            continue;
+        };
         let mut one = super::run_json(&pi.rendered, run);
         let name = platform.as_str();
         for key in ["builds", "pushed"] {
@@ -135,6 +133,14 @@ fn fleet_json(
             "index".into(),
             serde_json::to_value(&result.indexes).unwrap_or_default(),
         );
+    }
+    if !result.index_waits.is_empty() {
+        let waits: Vec<serde_json::Value> = result
+            .index_waits
+            .iter()
+            .map(|(variant, reason)| serde_json::json!({"variant": variant, "reason": reason}))
+            .collect();
+        extra.insert("index_waits".into(), waits.into());
     }
     if !result.not_pushed.is_empty() {
         let names: Vec<&str> = result.not_pushed.iter().map(|p| p.as_str()).collect();

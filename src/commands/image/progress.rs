@@ -90,6 +90,9 @@ impl Display {
                     archs.join(", ")
                 );
             }
+            ImageEvent::IndexWaits { variant, reason } => {
+                eprintln!("[{}{variant}] no image index yet: {reason}", self.base)
+            }
             other if self.prefix.is_empty() => self.shown(other),
             other => self.prefixed(other),
         }
@@ -158,7 +161,8 @@ impl Display {
             // Said by `event` itself.
             ImageEvent::Platform { .. }
             | ImageEvent::FleetNotPushed { .. }
-            | ImageEvent::IndexPushed { .. } => {}
+            | ImageEvent::IndexPushed { .. }
+            | ImageEvent::IndexWaits { .. } => {}
         }
     }
 
@@ -214,7 +218,8 @@ impl Display {
             }
             ImageEvent::Platform { .. }
             | ImageEvent::FleetNotPushed { .. }
-            | ImageEvent::IndexPushed { .. } => {}
+            | ImageEvent::IndexPushed { .. }
+            | ImageEvent::IndexWaits { .. } => {}
         }
     }
 }
