@@ -311,7 +311,7 @@ impl RegistryApi {
             let body: String = body.trim().chars().take(300).collect();
             return Err(registry_auth::refused(
                 doing,
-                &format!("{status} {body}").trim_end().to_string(),
+                format!("{status} {body}").trim_end(),
                 self.creds.as_ref(),
             ));
         }

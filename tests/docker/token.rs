@@ -432,7 +432,7 @@ fn a_token_registry_takes_the_engines_push_and_envbuilds_index() {
     assert_eq!(member.digest, digest);
     let again = d.block_on(api.member("1", Platform::Linux64)).unwrap();
     assert_eq!(again.digest, digest);
-    let bytes = image_index::index_json(&[member.clone()]).unwrap();
+    let bytes = image_index::index_json(std::slice::from_ref(&member)).unwrap();
     let index = d
         .block_on(api.put_index("fleet", &bytes))
         .unwrap_or_else(|f| panic!("writing the index: {f}"));
