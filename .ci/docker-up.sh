@@ -66,3 +66,7 @@ apt_install mmdebstrap busybox-static
 # A real registry (distribution 2.8) for the push/pull tests: each test starts its own instance
 # on a free 127.0.0.1 port with temporary storage, so the system service is not needed.
 apt_install docker-registry
+
+# The token-auth registry test (tests/docker/token.rs) makes its token server's key and
+# certificate and signs its JWTs with the openssl CLI.
+apt_install openssl

@@ -46,6 +46,21 @@ fn auth_failure(message: String, hint: &str) -> Failure {
     Failure::one(Diagnostic::error(REGISTRY_AUTH, message).with_hint(hint))
 }
 
+/// A registry's (or its token server's) refusal to `doing` (`push `r/x:1``), saying `why` and
+/// where the credentials came from (`creds`' origin, or none); never a secret. The engine's
+/// pulls and pushes and envbuild's own HTTP calls to a registry answer a refusal alike.
+pub fn refused(doing: &str, why: &str, creds: Option<&Credentials>) -> Failure {
+    let had = match creds {
+        Some(c) => format!(" with the credentials from {}", c.origin),
+        None => " without credentials".to_string(),
+    };
+    auth_failure(
+        format!("the registry refused to {doing}{had}: {why}"),
+        "log in (`docker login REGISTRY`, which fills ~/.docker/config.json or its credential \
+         helper), or set ENVBUILD_REGISTRY_USER and ENVBUILD_REGISTRY_PASSWORD",
+    )
+}
+
 /// The credentials for registry `host`, `None` to go anonymous. An env var pair wins, so a CI
 /// job's secret is used even where a developer's config also names the registry.
 pub fn for_host(host: &str) -> Result<Option<Credentials>, Failure> {

@@ -63,6 +63,8 @@ mod learn;
 mod many;
 // `image --push`, `--pull` and `test --show-verdict` against a real registry.
 mod push;
+// The registry token flow (a bearer challenge, a token server): the engine's push, envbuild's index.
+mod token;
 // Identity and verdicts under attack (issue 20).
 mod trust;
 
@@ -210,6 +212,7 @@ fn main() {
     all.extend(learn::trials());
     all.extend(many::trials());
     all.extend(push::trials());
+    all.extend(token::trials());
     all.extend(closure::trials());
     all.extend(conda_closure::trials());
     all.extend(trust::trials());

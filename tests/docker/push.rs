@@ -36,6 +36,11 @@ impl Drop for Registry {
 
 /// Start `docker-registry serve` on a free port; skip (fail in CI) when it is not installed.
 pub(crate) fn registry(test: &str) -> Option<Registry> {
+    registry_with(test, "")
+}
+
+/// [`registry`] with `extra`, top-level sections of its config (`auth:` for a token server).
+pub(crate) fn registry_with(test: &str, extra: &str) -> Option<Registry> {
     if !support::tool_found("docker-registry") {
         support::skip_or_fail(
             test,
@@ -55,7 +60,7 @@ pub(crate) fn registry(test: &str) -> Option<Registry> {
         &config,
         format!(
             "version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: {}\n  \
-             delete:\n    enabled: true\nhttp:\n  addr: {addr}\n",
+             delete:\n    enabled: true\nhttp:\n  addr: {addr}\n{extra}",
             dir.path().join("store").display()
         ),
     )

@@ -9,7 +9,7 @@ use super::{images, is_not_found, short_error, Engine};
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::image_ref::pull_parts;
 use crate::infra::docker::codes;
-use crate::infra::registry_auth::{codes::REGISTRY_AUTH, Credentials};
+use crate::infra::registry_auth::Credentials;
 use bollard::auth::DockerCredentials;
 use futures_util::StreamExt;
 
@@ -128,20 +128,7 @@ fn is_missing(msg: &str) -> bool {
 }
 
 fn auth_refused(what: &str, reference: &str, msg: &str, creds: Option<&Credentials>) -> Failure {
-    let had = match creds {
-        Some(c) => format!(" with the credentials from {}", c.origin),
-        None => " without credentials".to_string(),
-    };
-    Failure::one(
-        Diagnostic::error(
-            REGISTRY_AUTH,
-            format!("the registry refused to {what} `{reference}`{had}: {msg}"),
-        )
-        .with_hint(
-            "log in (`docker login REGISTRY`, which fills ~/.docker/config.json or its \
-             credential helper), or set ENVBUILD_REGISTRY_USER and ENVBUILD_REGISTRY_PASSWORD",
-        ),
-    )
+    crate::infra::registry_auth::refused(&format!("{what} `{reference}`"), msg, creds)
 }
 
 /// Pull `reference` (`name:tag` or `name@sha256:...`) onto the engine.
