@@ -96,11 +96,11 @@ fn several_specs_build_and_test_in_parallel_with_one_report() {
         .collect();
     assert!(checks.contains(&"TORCH_MISSING"), "{checks:?}");
 
-    // The summary table (stderr under --json): one row per spec and variant.
+    // The summary table (stderr under --json): one row per spec, platform and variant.
     let row = |spec: &str, tag: &str, build: &str, smoke: &str| {
         err.lines().any(|l| {
             let cells: Vec<&str> = l.split_whitespace().collect();
-            cells.len() == 6 && cells[..5] == [spec, "runtime", tag, build, smoke]
+            cells.len() == 7 && cells[..6] == [spec, "linux-64", "runtime", tag, build, smoke]
         })
     };
     assert!(row("bad", &bad_tag, "built", "fail"), "{err}");
