@@ -310,6 +310,27 @@ pub fn rendered_image(
     })
 }
 
+/// The content hash [`rendered_image`] gives `lock`'s image (the `<content12>` of its tags, a
+/// fleet's whole render's), rendered as the build's files are but for no build: no mirrors
+/// (they never change it), no conda token filled in (the hash is of its placeholder). What
+/// `matrix` names the images by.
+pub fn content_identity(
+    lock: &Lock,
+    templates: Option<&Path>,
+    spec: &Path,
+) -> Result<String, Failure> {
+    let lock_hash = lock
+        .hash()
+        .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
+    let spec_dir = spec
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let none = crate::core::closure::Mirrors::default();
+    let files = render_files(lock, templates, spec_dir, &none)?;
+    Ok(content_sha256(&lock_hash, &files))
+}
+
 /// A lock made through a token channel alias (`https://HOST/t/TOKEN`) records the token's
 /// placeholder (`core::url::TOKEN_PLACEHOLDER`); the build's copy of the files gets the token of
 /// `ENVBUILD_CONDA_CHANNEL_ALIAS` back, so conda can fetch the packages. Only the throwaway

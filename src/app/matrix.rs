@@ -46,12 +46,13 @@ pub fn labels(specs: &[PathBuf]) -> Vec<String> {
 
 /// The matrix of `specs` (one entry per spec × variant × platform, in argument order, then the
 /// lock's variant order), `variants` empty for every variant each lock declares, `repo` the
-/// `REGISTRY/REPO` the images are pushed to, if any. Every spec's
-/// lock must be current: the problems of all specs come back together.
+/// `REGISTRY/REPO` the images are pushed to, if any, `templates` the `--templates` the images
+/// are built with (they are part of the tags). Every spec's lock must be current: the problems
+/// of all specs come back together.
 pub fn matrix(
     table: &Table,
     specs: &[(String, PathBuf)],
-    variants: &[&str],
+    (variants, templates): (&[&str], Option<&Path>),
     repo: Option<&str>,
 ) -> Result<Vec<Entry>, Failure> {
     let mut entries = Vec::new();
@@ -62,15 +63,14 @@ pub fn matrix(
             problems.extend(checked.diagnostics.into_iter().filter(|d| d.is_error()));
             continue;
         };
-        let hash = lock
-            .hash()
-            .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
+        // The tags are the content hash of the render `image` builds from.
+        let identity = super::image::content_identity(&lock, templates, spec)?;
         let name = super::image::image_name(&lock.name);
         entries.extend(crate::core::matrix::entries(
             label,
             &shown(spec),
             &lock,
-            &hash,
+            &identity,
             &name,
             variants,
             &crate::core::matrix::platforms(&lock),
@@ -87,6 +87,55 @@ pub fn matrix(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The identity the matrix tags with is the one `image` builds and pushes under, for a
+    /// single-platform lock and for a fleet (whose platform images share the whole render's).
+    #[test]
+    fn the_matrix_identity_is_the_image_identity() {
+        for dir in ["specs/torch29-cu128", "specs/fleet-h100-gh200"] {
+            let spec = PathBuf::from(dir).join("envbuild.toml");
+            let text = std::fs::read_to_string(PathBuf::from(dir).join("envbuild.lock")).unwrap();
+            let lock = crate::core::lock::Lock::from_toml(&text).unwrap();
+            let id = super::super::image::content_identity(&lock, None, &spec).unwrap();
+            let none = crate::core::closure::Mirrors::default();
+            let rendered =
+                super::super::image::rendered_image(&lock, &[], None, &spec, &none).unwrap();
+            assert_eq!(id, rendered.identity(), "{dir}");
+            let platforms = lock.platforms();
+            // What `image` builds (its primary tag) and `image --push` pushes, per platform.
+            let tags: Vec<String> = if lock.fleet.is_empty() {
+                vec![rendered.build_id().tag("runtime")]
+            } else {
+                super::super::image_fleet::platform_images(
+                    &lock,
+                    &[],
+                    None,
+                    &spec,
+                    &none,
+                    &platforms,
+                )
+                .unwrap()
+                .iter()
+                .map(|pi| pi.rendered.build_id().tag("runtime"))
+                .collect()
+            };
+            let entries = crate::core::matrix::entries(
+                "x",
+                "s",
+                &lock,
+                &id,
+                &rendered.image_name,
+                &["runtime"],
+                &platforms,
+                Some("r.example/envs"),
+            );
+            assert_eq!(entries.len(), tags.len(), "{dir}");
+            for (e, tag) in entries.iter().zip(&tags) {
+                assert_eq!(e.image, format!("{}:{tag}", rendered.image_name), "{dir}");
+                assert_eq!(e.pushed, Some(format!("r.example/envs:{tag}")), "{dir}");
+            }
+        }
+    }
 
     #[test]
     fn labels_are_folder_names_unless_they_collide() {

@@ -29,11 +29,9 @@ pub struct Published {
     pub verdict_mode: String,
 }
 
-/// The content-addressed tag of `variant` for the build `id` (`RenderedImage::identity`: what
-/// the image is built from, templates included).
-pub fn variant_tag(variant: &str, id: &str) -> String {
-    format!("{variant}-{}", id.get(..12).unwrap_or(id))
-}
+/// The content-addressed tag of `variant` for the build `id` (the one rule, in core: `matrix`
+/// names the same tags).
+pub use crate::core::image_ref::variant_tag;
 
 /// What one build is: its lock, and everything it is made of (`RenderedImage::identity`).
 #[derive(Debug, Clone, Copy)]
@@ -47,11 +45,7 @@ pub struct BuildId<'a> {
 impl BuildId<'_> {
     /// The tag `variant`'s image of this build is pushed under (`VARIANT-<hash12>[-arm64]`).
     pub fn tag(&self, variant: &str) -> String {
-        format!(
-            "{}{}",
-            variant_tag(variant, self.content_sha256),
-            self.tag_suffix
-        )
+        crate::core::image_ref::platform_tag(variant, self.content_sha256, self.tag_suffix)
     }
 }
 

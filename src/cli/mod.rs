@@ -369,9 +369,14 @@ pub struct MatrixArgs {
     /// Only this variant (default: every variant each lock declares).
     #[arg(long, value_enum)]
     pub variant: Option<MatrixVariant>,
-    /// Add `pushed`: the name `image --push REGISTRY/REPO` gives each image in the registry.
+    /// Add `pushed`: the name `image --push REGISTRY/REPO` gives each image in the registry
+    /// (and for a fleet, `index`: the image index of its platforms).
     #[arg(long, value_name = "REGISTRY/REPO", value_parser = parse::repository)]
     pub repo: Option<crate::core::image_ref::Repository>,
+    /// The templates `image` builds with (they are part of each image's tag), as `image
+    /// --templates`.
+    #[arg(long, value_name = "DIR", env = "ENVBUILD_TEMPLATES")]
+    pub templates: Option<PathBuf>,
 }
 
 /// `matrix --variant`.

@@ -13,7 +13,12 @@ pub fn run(o: &super::Output, table: &Table, args: &MatrixArgs) -> Result<i32, F
         Some(MatrixVariant::Dev) => vec!["dev"],
     };
     let repo = args.repo.as_ref().map(|r| r.name.clone());
-    let entries = crate::app::matrix::matrix(table, &specs, &variants, repo.as_deref())?;
+    let entries = crate::app::matrix::matrix(
+        table,
+        &specs,
+        (&variants, args.templates.as_deref()),
+        repo.as_deref(),
+    )?;
     let text = match args.format {
         MatrixFormat::Github => crate::core::matrix::github(&entries),
         MatrixFormat::Gitlab => crate::core::matrix::gitlab(&entries),

@@ -58,7 +58,7 @@ pub fn platform_lock<'a>(lock: &'a Lock, image: &str) -> &'a Lock {
 }
 
 /// How a verdict names its image: with its platform when the lock is a fleet's.
-fn shown_name(lock: Option<&Lock>, image: &str) -> String {
+pub fn shown_name(lock: Option<&Lock>, image: &str) -> String {
     match lock.filter(|l| !l.fleet.is_empty()) {
         Some(l) => format!("{image} ({})", platform_lock(l, image).platform.as_str()),
         None => image.to_string(),
@@ -71,12 +71,16 @@ pub const STEP_SUMMARY_VAR: &str = "GITHUB_STEP_SUMMARY";
 /// With `GITHUB_STEP_SUMMARY` set, append `command`'s verdicts to that file as a Markdown table
 /// (platform x variant x check, `core::step_summary`); a file that cannot be written is a
 /// warning (`STEP_SUMMARY_UNWRITABLE`), never the run's failure. `lock` names the platform.
-pub fn append_step_summary(command: &str, results: &[SmokeResult], lock: Option<&Lock>) {
+pub fn append_step_summary<'r>(
+    command: &str,
+    results: impl IntoIterator<Item = &'r SmokeResult>,
+    lock: Option<&Lock>,
+) {
     let Some(path) = std::env::var_os(STEP_SUMMARY_VAR).filter(|p| !p.is_empty()) else {
         return;
     };
     let columns: Vec<crate::core::step_summary::Column<'_>> = results
-        .iter()
+        .into_iter()
         .map(|r| {
             let machine = r.outcome.as_ref().ok().and_then(|o| {
                 o.report
@@ -158,20 +162,8 @@ pub fn report(
             "verdict".into(),
             (if all_passed { "pass" } else { "fail" }).into(),
         );
-        let smoke: Vec<serde_json::Value> = results
-            .iter()
-            .map(|r| {
-                let mut v = smoke_json(r);
-                // A fleet's verdicts each name their platform.
-                if let (Some(l), Some(m)) =
-                    (lock.filter(|l| !l.fleet.is_empty()), v.as_object_mut())
-                {
-                    let p = platform_lock(l, &r.name).platform.as_str();
-                    m.insert("platform".into(), p.into());
-                }
-                v
-            })
-            .collect();
+        let smoke: Vec<serde_json::Value> =
+            results.iter().map(|r| smoke_json_in(lock, r)).collect();
         doc.insert("smoke".into(), smoke.into());
         doc.insert("diagnostics".into(), serde_json::json!(warnings));
         output.print_json(&doc)?;
@@ -218,6 +210,16 @@ pub fn report(
         None if all_passed => Ok(crate::core::diag::exit::OK),
         None => Ok(crate::core::diag::exit::FAILURE),
     }
+}
+
+/// [`smoke_json`] of an image of `lock`: a fleet's names its platform.
+pub fn smoke_json_in(lock: Option<&Lock>, r: &SmokeResult) -> serde_json::Value {
+    let mut v = smoke_json(r);
+    if let (Some(l), Some(m)) = (lock.filter(|l| !l.fleet.is_empty()), v.as_object_mut()) {
+        let p = platform_lock(l, &r.name).platform.as_str();
+        m.insert("platform".into(), p.into());
+    }
+    v
 }
 
 /// One image's entry in a `--json` document's `smoke` list.

@@ -244,6 +244,19 @@ pub fn parse_cache_source(s: &str) -> Result<String, String> {
     }
 }
 
+/// The content-addressed tag of `variant` for the build `id` (`RenderedImage::identity`: what
+/// the image is built from, templates included): `VARIANT-<id12>`, the tag `image` builds and
+/// `image --push` pushes a single-platform lock's image under, and a fleet's image index.
+pub fn variant_tag(variant: &str, id: &str) -> String {
+    format!("{variant}-{}", id.get(..12).unwrap_or(id))
+}
+
+/// [`variant_tag`] of a fleet's platform image: with its platform's suffix (`-arm64`,
+/// `core::platform::tag_suffix`; empty for a single-platform lock).
+pub fn platform_tag(variant: &str, id: &str, suffix: &str) -> String {
+    format!("{}{suffix}", variant_tag(variant, id))
+}
+
 /// The moving tag of a variant's registry build cache (`REGISTRY/REPO:VARIANT-cache`), pushed
 /// after proof next to the content tag and read back by the next build as `cachefrom`.
 pub fn cache_tag(variant: &str) -> String {

@@ -22,12 +22,18 @@ pub struct Entry {
     pub runs_on: String,
     /// `yes` when the full smoke test needs a GPU runner (a CUDA build), else `no`.
     pub gpus: String,
-    /// The content-addressed image tag `envbuild image` builds (`NAME:VARIANT-<hash12>`).
+    /// The content-addressed tag `envbuild image` builds the image under (its primary tag,
+    /// `--json`'s `builds[].tags[0]`): `NAME:VARIANT-<content12>`, a fleet's platform image
+    /// `NAME:VARIANT-<content12>-amd64` / `-arm64`.
     pub image: String,
     /// With `--repo REGISTRY/REPO`: where `envbuild image --push REGISTRY/REPO` pushes it
-    /// (`REGISTRY/REPO:VARIANT-<hash12>`), the name `envbuild test --show-verdict` reads.
+    /// (`REGISTRY/REPO:` and the tag of `image`), the name `envbuild test --show-verdict` reads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pushed: Option<String>,
+    /// A fleet's entry with `--repo`: the image index a push of every platform writes
+    /// (`REGISTRY/REPO:VARIANT-<content12>`), one reference for every platform's image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
 }
 
 /// The platforms `lock` builds images for, in its order: its own, then each of its fleet's
@@ -36,28 +42,17 @@ pub fn platforms(lock: &Lock) -> Vec<Platform> {
     lock.platforms()
 }
 
-/// The lock hash a platform's image is tagged with (`VARIANT-<hash12>`, as the rendered run
-/// snippets of its folder name it): a fleet entry's own, else `lock_hash`.
-fn platform_lock_hash(lock: &Lock, lock_hash: &str, p: Platform) -> String {
-    match lock
-        .fleet
-        .iter()
-        .find(|l| l.platform == p && p != lock.platform)
-    {
-        Some(entry) => entry.hash().unwrap_or_else(|_| lock_hash.to_string()),
-        None => lock_hash.to_string(),
-    }
-}
-
-/// The entries of one spec whose lock is `lock` (hash `lock_hash`), for `variants` (empty: every
-/// variant the lock declares) and `platforms` ([`platforms`] of the lock), in the lock's variant
-/// order, then the platforms' order.
+/// The entries of one spec whose lock is `lock`, for `variants` (empty: every variant the lock
+/// declares) and `platforms` ([`platforms`] of the lock), in the lock's variant order, then the
+/// platforms' order. `identity` is the content hash of the lock's render (`image`'s
+/// `RenderedImage::identity`, the whole fleet's for a fleet): the tags are `image`'s own
+/// (`core::image_ref::platform_tag`), so CI pulls what `image --push` pushed.
 #[allow(clippy::too_many_arguments)]
 pub fn entries(
     label: &str,
     spec: &str,
     lock: &Lock,
-    lock_hash: &str,
+    identity: &str,
     image_name: &str,
     variants: &[&str],
     platforms: &[Platform],
@@ -68,11 +63,7 @@ pub fn entries(
     } else {
         "yes"
     };
-    let short = lock_hash.get(..12).unwrap_or(lock_hash);
-    let hashes: Vec<String> = platforms
-        .iter()
-        .map(|p| platform_lock_hash(lock, lock_hash, *p))
-        .collect();
+    let fleet = !lock.fleet.is_empty();
     let mut out = Vec::new();
     for variant in lock
         .image
@@ -81,9 +72,15 @@ pub fn entries(
         .map(|v| v.as_str())
         .filter(|v| variants.is_empty() || variants.contains(v))
     {
-        for (p, hash) in platforms.iter().zip(&hashes) {
+        for p in platforms {
             let platform = p.as_str();
-            let own = hash.get(..12).unwrap_or(hash);
+            // Only a fleet's platform images carry the suffix (`image_fleet::platform_images`).
+            let suffix = if fleet {
+                crate::core::platform::tag_suffix(*p)
+            } else {
+                String::new()
+            };
+            let tag = crate::core::image_ref::platform_tag(variant, identity, &suffix);
             out.push(Entry {
                 name: format!("{label}-{variant}-{platform}"),
                 spec: spec.to_string(),
@@ -96,8 +93,14 @@ pub fn entries(
                     .unwrap_or_default()
                     .to_string(),
                 gpus: gpus.to_string(),
-                image: format!("{image_name}:{variant}-{own}"),
-                pushed: repo.map(|r| format!("{r}:{variant}-{short}")),
+                image: format!("{image_name}:{tag}"),
+                pushed: repo.map(|r| format!("{r}:{tag}")),
+                index: repo.filter(|_| fleet).map(|r| {
+                    format!(
+                        "{r}:{}",
+                        crate::core::image_ref::variant_tag(variant, identity)
+                    )
+                }),
             });
         }
     }
@@ -133,6 +136,9 @@ pub fn gitlab(entries: &[Entry]) -> String {
         if let Some(p) = &e.pushed {
             out.push_str(&format!("      ENVBUILD_PUSHED: {}\n", q(p)));
         }
+        if let Some(i) = &e.index {
+            out.push_str(&format!("      ENVBUILD_INDEX: {}\n", q(i)));
+        }
     }
     out
 }
@@ -152,6 +158,7 @@ mod tests {
             gpus: "yes".into(),
             image: "envbuild/a:runtime-0123456789ab".into(),
             pushed: None,
+            index: None,
         }
     }
 
@@ -182,34 +189,71 @@ mod tests {
         assert_eq!(platforms(&lock), [Platform::Linux64]);
     }
 
-    /// A fleet lock: one entry per platform of the lock, each tagged with its own lock's hash
-    /// (the tag its render folder's run snippets name).
+    /// A single-platform lock: `image` and `pushed` are `VARIANT-<content12>`, no suffix and
+    /// no index.
+    #[test]
+    fn a_single_platform_entry_is_tagged_with_the_content_hash() {
+        let text = include_str!("../../specs/torch29-cu128/envbuild.lock");
+        let lock = Lock::from_toml(text).unwrap();
+        let id = "0123456789abcdef".repeat(4);
+        let got = entries(
+            "t",
+            "s.toml",
+            &lock,
+            &id,
+            "envbuild/t",
+            &["runtime"],
+            &platforms(&lock),
+            Some("r.example/team/envs"),
+        );
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].image, "envbuild/t:runtime-0123456789ab");
+        assert_eq!(
+            got[0].pushed.as_deref(),
+            Some("r.example/team/envs:runtime-0123456789ab")
+        );
+        assert_eq!(got[0].index, None);
+    }
+
+    /// A fleet lock: one entry per platform of the lock, each its platform image's tag (the
+    /// fleet's content hash and the platform's suffix), and with a repository the index.
     #[test]
     fn a_fleet_lock_gives_one_entry_per_platform() {
         let text = include_str!("../../specs/fleet-h100-gh200/envbuild.lock");
         let lock = Lock::from_toml(text).unwrap();
-        let hash = lock.hash().unwrap();
+        let id = "fedcba9876543210".repeat(4);
         let ps = platforms(&lock);
         assert_eq!(ps, [Platform::Linux64, Platform::LinuxAarch64]);
         let got = entries(
             "f",
             "s.toml",
             &lock,
-            &hash,
+            &id,
             "envbuild/f",
             &["runtime"],
             &ps,
-            None,
+            Some("r.example/envs"),
         );
         assert_eq!(got.len(), 2);
-        assert_eq!(got[0].image, format!("envbuild/f:runtime-{}", &hash[..12]));
-        let arm_hash = lock.fleet[0].hash().unwrap();
+        assert_eq!(got[0].image, "envbuild/f:runtime-fedcba987654-amd64");
+        assert_eq!(got[1].image, "envbuild/f:runtime-fedcba987654-arm64");
         assert_eq!(
-            got[1].image,
-            format!("envbuild/f:runtime-{}", &arm_hash[..12])
+            got[1].pushed.as_deref(),
+            Some("r.example/envs:runtime-fedcba987654-arm64")
         );
+        for e in &got {
+            assert_eq!(
+                e.index.as_deref(),
+                Some("r.example/envs:runtime-fedcba987654")
+            );
+        }
         assert_eq!(got[1].docker_platform, "linux/arm64");
         assert_eq!(got[1].runs_on, "ubuntu-24.04-arm");
+        let gitlab = gitlab(&got);
+        assert!(
+            gitlab.contains("ENVBUILD_INDEX: \"r.example/envs:runtime-fedcba987654\"\n"),
+            "{gitlab}"
+        );
     }
 
     #[test]

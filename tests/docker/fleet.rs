@@ -26,7 +26,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
 
 /// H100 (x86_64 and aarch64 servers) beside GH200 (aarch64 only): no `platform`, so the lock
 /// holds both, on `base`, which provides torch.
-fn fleet_spec(name: &str, base: &str) -> String {
+pub(crate) fn fleet_spec(name: &str, base: &str) -> String {
     format!(
         "name = \"{name}\"\npython = \"3.11\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
          torchaudio = false\n\n[target]\ndriver = \"580.95.05\"\ngpus = [\"H100\", \"GH200\"]\n\n\
@@ -59,6 +59,35 @@ fn multi_platform_base(
     repo.tagged(tag)
 }
 
+/// The fleet's base in `r`: a fake-torch image per platform, each answering as `probe`'s entry
+/// for its platform does, under one multi-platform reference (the caller removes it).
+pub(crate) fn fake_torch_fleet_base(
+    d: &support::Docker,
+    r: &super::push::Registry,
+    n: &str,
+    probe: &envbuild::core::lock::Lock,
+) -> String {
+    let x86 = super::arm64::fake_torch_image_on(
+        d,
+        &support::debian_python_image(d),
+        "linux/amd64",
+        super::arm64::fake_torch_like(probe),
+    );
+    let arm = super::arm64::fake_torch_image_on(
+        d,
+        &support::arm64_python_image(d),
+        "linux/arm64",
+        super::arm64::fake_torch_like(&probe.fleet[0]),
+    );
+    let base_repo = Repository::parse(&format!("{}/envbuild-test/fleet-base-{n}", r.addr)).unwrap();
+    multi_platform_base(
+        d,
+        &base_repo,
+        "1",
+        &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
+    )
+}
+
 /// The fleet pushed as a CI matrix does, one platform per run (`--platform`): the first run
 /// builds, tests and pushes the x86_64 image and writes no index (the aarch64 image is not in
 /// the registry yet); the second builds the aarch64 one, finds the x86_64 one with its verdict
@@ -75,25 +104,7 @@ fn a_fleet_lock_pushes_every_platform_under_one_image_index() {
         probe.platforms(),
         [Platform::Linux64, Platform::LinuxAarch64]
     );
-    let x86 = super::arm64::fake_torch_image_on(
-        &d,
-        &support::debian_python_image(&d),
-        "linux/amd64",
-        super::arm64::fake_torch_like(&probe),
-    );
-    let arm = super::arm64::fake_torch_image_on(
-        &d,
-        &support::arm64_python_image(&d),
-        "linux/arm64",
-        super::arm64::fake_torch_like(&probe.fleet[0]),
-    );
-    let base_repo = Repository::parse(&format!("{}/envbuild-test/fleet-base-{n}", r.addr)).unwrap();
-    let base = multi_platform_base(
-        &d,
-        &base_repo,
-        "1",
-        &[(Platform::Linux64, x86), (Platform::LinuxAarch64, arm)],
-    );
+    let base = fake_torch_fleet_base(&d, &r, &n, &probe);
 
     let repo = format!("{}/envbuild-test/fleet-{n}", r.addr);
     let name = format!("fleet-{n}");
@@ -286,7 +297,7 @@ fn a_fleet_with_a_failing_platform_pushes_nothing() {
 
 /// The engine, emulation, smoke script and a registry, each a skip with its reason when absent;
 /// then a nonce and the probe lock: each platform's torch facts, from a placeholder base.
-fn fleet_start(
+pub(crate) fn fleet_start(
     test: &str,
 ) -> Option<(
     support::Docker,

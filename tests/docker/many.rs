@@ -1,6 +1,8 @@
 //! `envbuild image DIR --jobs 2`: two tiny specs built and smoke-tested on a real engine at
 //! once, one passing and one failing; the summary table, the JUnit file and the one JSON
-//! document report both, and the failure does not stop the other spec.
+//! document report both, and the failure does not stop the other spec. A folder holding a fleet
+//! spec builds and tests every platform of it (the arm64 image under emulation), pushes it with
+//! its index, and `envbuild matrix` names exactly what was built and pushed.
 
 use crate::docker::{envbuild, nonce};
 use crate::engine_support as support;
@@ -12,6 +14,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         several_specs_build_and_test_in_parallel_with_one_report,
         sigint_stops_every_spec_and_removes_every_smoke_container,
         fail_fast_stops_the_spec_under_way,
+        a_folder_with_a_fleet_spec_builds_every_platform_and_matrix_names_the_pushes,
     ]
 }
 
@@ -93,11 +96,11 @@ fn several_specs_build_and_test_in_parallel_with_one_report() {
         .collect();
     assert!(checks.contains(&"TORCH_MISSING"), "{checks:?}");
 
-    // The summary table (stderr under --json): one row per spec and variant.
+    // The summary table (stderr under --json): one row per spec, platform and variant.
     let row = |spec: &str, tag: &str, build: &str, smoke: &str| {
         err.lines().any(|l| {
             let cells: Vec<&str> = l.split_whitespace().collect();
-            cells.len() == 6 && cells[..5] == [spec, "runtime", tag, build, smoke]
+            cells.len() == 7 && cells[..6] == [spec, "linux-64", "runtime", tag, build, smoke]
         })
     };
     assert!(row("bad", &bad_tag, "built", "fail"), "{err}");
@@ -293,4 +296,198 @@ fn fail_fast_stops_the_spec_under_way() {
     for row in doc["summary"].as_array().unwrap() {
         d.remove_image(row["image"].as_str().unwrap());
     }
+}
+
+/// `envbuild image DIR --push REPO` over a folder holding a fleet spec (x86_64 and aarch64, on a
+/// fake-torch base per platform) and a single-platform spec: the fleet's two images are built
+/// for their Docker platforms and smoke-tested (each report names its machine), reported per
+/// platform (rows, JSON `platforms`, JUnit suites), pushed with one index; then `envbuild
+/// matrix DIR --repo REPO` gives each entry the tag that was built (`image`), the reference that
+/// was pushed (`pushed`) and, for the fleet, the index (`index`).
+fn a_folder_with_a_fleet_spec_builds_every_platform_and_matrix_names_the_pushes() {
+    let test = "a_folder_with_a_fleet_spec_builds_every_platform_and_matrix_names_the_pushes";
+    let Some((d, r, n, probe)) = super::fleet::fleet_start(test) else {
+        return;
+    };
+    let fleet_base = super::fleet::fake_torch_fleet_base(&d, &r, &n, &probe);
+    let one_base = support::fake_cuda_torch_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let specs = [
+        (
+            "fleet",
+            super::fleet::fleet_spec(&format!("fleet-{n}"), &fleet_base),
+        ),
+        ("one", support::spec_on_base(&format!("one-{n}"), &one_base)),
+    ];
+    for (name, text) in &specs {
+        let spec = dir.path().join(name).join("envbuild.toml");
+        std::fs::create_dir_all(spec.parent().unwrap()).unwrap();
+        std::fs::write(&spec, text).unwrap();
+    }
+    let repo = format!("{}/envbuild-test/many-{n}", r.addr);
+    let junit = dir.path().join("smoke.xml");
+    let cache = tempfile::tempdir().unwrap();
+    let out = envbuild()
+        .arg("image")
+        .arg(dir.path())
+        .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
+        .arg("--junit")
+        .arg(&junit)
+        .env("ENVBUILD_CACHE_DIR", cache.path())
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    let built: Vec<String> = doc["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|run| {
+            let smoke = run["smoke"].as_array().cloned().unwrap_or_default();
+            smoke
+                .into_iter()
+                .filter_map(|s| s["image"].as_str().map(String::from))
+        })
+        .collect();
+    let cleanup = || {
+        for image in &built {
+            d.remove_image(image);
+        }
+        d.remove_image(&fleet_base);
+    };
+    if out.status.code() != Some(0) {
+        cleanup();
+        panic!("exit {:?}\n{doc}\n{err}", out.status.code());
+    }
+    assert_eq!(doc["verdict"], "pass", "{doc}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(
+        (runs[0]["name"].as_str(), runs[1]["name"].as_str()),
+        (Some("fleet"), Some("one"))
+    );
+    let (fleet, one) = (&runs[0], &runs[1]);
+
+    // Every platform of the fleet built for its Docker platform and smoke-tested on it.
+    let platforms = fleet["platforms"].as_array().unwrap();
+    assert_eq!(platforms.len(), 2, "{fleet}");
+    let mut fleet_rows = Vec::new();
+    for (i, (platform, docker, arch, machine)) in [
+        ("linux-64", "linux/amd64", "amd64", "x86_64"),
+        ("linux-aarch64", "linux/arm64", "arm64", "aarch64"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(platforms[i]["platform"], platform, "{fleet}");
+        assert_eq!(platforms[i]["docker_platform"], docker, "{fleet}");
+        let smoke = &fleet["smoke"][i];
+        assert_eq!(smoke["platform"], platform, "{smoke}");
+        assert_eq!(smoke["passed"], true, "{smoke}");
+        assert_eq!(
+            smoke["report"]["environment"]["machine"], machine,
+            "{smoke}"
+        );
+        let tag = smoke["image"].as_str().unwrap();
+        assert!(tag.ends_with(&format!("-{arch}")), "{tag}");
+        assert_eq!(super::arm64::image_arch(tag), arch, "{tag}");
+        assert_eq!(fleet["builds"][i]["tags"][0], tag, "{fleet}");
+        assert_eq!(fleet["pushed"][i]["platform"], platform, "{fleet}");
+        assert!(
+            err.contains(&format!("[fleet/{platform}/runtime] smoke test")),
+            "{err}"
+        );
+        fleet_rows.push((platform, tag.to_string()));
+    }
+    let content = fleet["content_sha256"].as_str().unwrap();
+    let index = format!("{repo}:runtime-{}", &content[..12]);
+    assert_eq!(fleet["index"][0]["image"], index, "{fleet}");
+    assert_eq!(fleet["index"][0]["manifests"].as_array().unwrap().len(), 2);
+
+    // The summary: a row per platform of the fleet, one for the single-platform spec.
+    let one_tag = one["builds"][0]["tags"][0].as_str().unwrap().to_string();
+    let rows: Vec<(String, String, String, String)> = doc["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let cell = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+            (cell("spec"), cell("platform"), cell("image"), cell("smoke"))
+        })
+        .collect();
+    let mut expected: Vec<(String, String, String, String)> = fleet_rows
+        .iter()
+        .map(|(p, t)| ("fleet".into(), p.to_string(), t.clone(), "pass".into()))
+        .collect();
+    expected.push((
+        "one".into(),
+        "linux-64".into(),
+        one_tag.clone(),
+        "pass".into(),
+    ));
+    assert_eq!(rows, expected, "{doc}");
+    assert!(
+        err.lines().any(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            cells.len() == 7
+                && cells[..6]
+                    == [
+                        "fleet",
+                        "linux-aarch64",
+                        "runtime",
+                        &fleet_rows[1].1,
+                        "built",
+                        "pass",
+                    ]
+        }),
+        "{err}"
+    );
+    assert!(err.contains("3 of 3 passed"), "{err}");
+
+    // JUnit: the fleet's suites per platform, as one spec's fleet names them.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    for suite in [
+        "fleet/runtime (linux-64)",
+        "fleet/runtime (linux-aarch64)",
+        "one/runtime",
+    ] {
+        assert!(
+            xml.contains(&format!("<testsuite name=\"{suite}\"")),
+            "{xml}"
+        );
+    }
+
+    // The matrix of the same folder names what was built and pushed.
+    let out = envbuild()
+        .arg("matrix")
+        .arg(dir.path())
+        .args(["--repo", &repo])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let matrix: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let entries = matrix["matrix"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{matrix}");
+    let pushed = |run: &serde_json::Value, i: usize| run["pushed"][i]["image"].clone();
+    for i in 0..2 {
+        assert_eq!(
+            entries[i]["image"], fleet["builds"][i]["tags"][0],
+            "{matrix}"
+        );
+        assert_eq!(entries[i]["pushed"], pushed(fleet, i), "{matrix}");
+        assert_eq!(entries[i]["index"], index, "{matrix}");
+    }
+    assert_eq!(entries[2]["image"], one_tag, "{matrix}");
+    assert_eq!(entries[2]["pushed"], pushed(one, 0), "{matrix}");
+    assert!(entries[2].get("index").is_none(), "{matrix}");
+
+    cleanup();
+    d.assert_no_smoke_container("after a folder with a fleet spec");
 }

@@ -17,12 +17,27 @@ fn matrix(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `text` with each example spec's content hash, as the library computes the tags `image`
+/// builds and pushes under (`app::image::content_identity`), shown as `<content12>`: a matrix
+/// tagged otherwise keeps its hex and fails the snapshot, and a template change (which changes
+/// every tag) does not.
+fn redacted(text: &str) -> String {
+    let mut out = text.to_string();
+    for spec in super::support::example_specs() {
+        let lock = std::fs::read_to_string(spec.with_file_name("envbuild.lock")).unwrap();
+        let lock = envbuild::core::lock::Lock::from_toml(&lock).unwrap();
+        let id = envbuild::app::image::content_identity(&lock, None, &spec).unwrap();
+        out = out.replace(&id[..12], "<content12>");
+    }
+    out
+}
+
 #[test]
 fn github_matrix_of_the_example_specs() {
     let (code, out, err) = matrix(&["specs", "--format", "github"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 1, "one line for $GITHUB_OUTPUT: {out}");
-    insta::assert_snapshot!("matrix-github", out);
+    insta::assert_snapshot!("matrix-github", redacted(&out));
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let include = doc["include"].as_array().unwrap();
     // Every example spec × every variant its lock declares (all declare runtime and dev) ×
@@ -64,7 +79,7 @@ fn gitlab_and_json_matrices_are_exact_and_agree() {
         "registry.example.com/team/envs",
     ]);
     assert_eq!(code, 0, "{err}");
-    insta::assert_snapshot!("matrix-gitlab", gitlab);
+    insta::assert_snapshot!("matrix-gitlab", redacted(&gitlab));
     // The YAML is what GitLab reads: one single-valued variable set per job.
     let yaml: serde_json::Value = serde_saphyr::from_str(&gitlab).unwrap();
     let jobs = yaml["parallel"]["matrix"].as_array().unwrap();
@@ -170,11 +185,11 @@ fn image_with_several_specs_reports_each_failing_lock() {
     );
     // The summary table goes to stderr under --json.
     assert!(
-        stderr.contains("SPEC  VARIANT  IMAGE  BUILD         SMOKE  TIME"),
+        stderr.contains("SPEC  PLATFORM  VARIANT  IMAGE  BUILD         SMOKE  TIME"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("a     dev      -      LOCK_MISSING  -"),
+        stderr.contains("a     -         dev      -      LOCK_MISSING  -"),
         "{stderr}"
     );
     assert!(stderr.contains("0 of 4 passed"), "{stderr}");
@@ -199,13 +214,82 @@ fn image_with_several_specs_reports_each_failing_lock() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stdout.contains("a     runtime  -      LOCK_MISSING"),
+        stdout.contains("a     -         runtime  -      LOCK_MISSING"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("b     runtime  -      cancelled"),
+        stdout.contains("b     -         runtime  -      cancelled"),
         "{stdout}"
     );
+}
+
+/// `image DIR --platform linux-aarch64` over specs whose locks hold only linux-64: each is
+/// skipped (said, one `skipped` row, no JUnit suite), not failed; a spec that fails still
+/// fails the run; when every spec is skipped, the run is `PLATFORM_NOT_IN_LOCK`. No engine is
+/// needed: nothing is built.
+#[test]
+fn image_with_several_specs_skips_a_spec_without_the_platform() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = root().join("specs/torch29-cu128");
+    for name in ["a", "b"] {
+        let to = dir.path().join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        std::fs::copy(example.join("envbuild.toml"), to.join("envbuild.toml")).unwrap();
+    }
+    // `a` has its current lock (linux-64 only); `b` none (LOCK_MISSING).
+    std::fs::copy(
+        example.join("envbuild.lock"),
+        dir.path().join("a/envbuild.lock"),
+    )
+    .unwrap();
+    let junit = dir.path().join("junit.xml");
+    let image = |specs: &[&std::path::Path]| {
+        envbuild()
+            .arg("image")
+            .args(specs)
+            .args(["--platform", "linux-aarch64", "--json", "--junit"])
+            .arg(&junit)
+            .env("DOCKER_HOST", "unix:///nonexistent.sock")
+            .output()
+            .unwrap()
+    };
+    let out = image(&[dir.path()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "b failed: {stdout}\n{stderr}");
+    assert!(
+        stderr.contains("note: [a] skipped: its lock holds no linux-aarch64 (it has: linux-64)"),
+        "{stderr}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["verdict"], "skipped", "{doc}");
+    assert_eq!(runs[0]["lock_platforms"], serde_json::json!(["linux-64"]));
+    assert_eq!(runs[1]["verdict"], "error", "{doc}");
+    let a: Vec<&serde_json::Value> = doc["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["spec"] == "a")
+        .collect();
+    assert_eq!(a.len(), 1, "one row for the skipped spec: {doc}");
+    assert_eq!(a[0]["build"], "skipped");
+    assert_eq!(a[0]["platform"], "linux-64");
+    assert!(stderr.contains("spec(s) skipped (--platform)"), "{stderr}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        !xml.contains("name=\"a/"),
+        "no suite for a skipped spec: {xml}"
+    );
+
+    // Only the skipped spec: nothing to build is the run's failure.
+    let out = image(&[&dir.path().join("a"), &dir.path().join("a/envbuild.toml")]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("PLATFORM_NOT_IN_LOCK"), "{stderr}");
+    assert!(stderr.contains("no spec's lock holds it"), "{stderr}");
 }
 
 #[test]

@@ -81,7 +81,7 @@ pub(super) fn run(
 /// The `--json` fields besides the verdicts: one `platforms` entry per platform (its lock
 /// hash, Docker platform, builds and pushes), every build and push also in `builds` and
 /// `pushed` (each naming its platform), the fleet's `index` and what was `not_pushed`.
-fn fleet_json(
+pub(super) fn fleet_json(
     lock: &Lock,
     images: &[PlatformImage],
     result: &FleetRun,

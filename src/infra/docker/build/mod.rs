@@ -82,10 +82,10 @@ impl BuildRequest {
     /// `NAME:VARIANT-<first 12 hex of the content hash>` (of the lock hash without one).
     pub fn primary_tag(&self) -> String {
         let id = self.content_sha256.as_deref().unwrap_or(&self.lock_hash);
-        let short = id.get(..12).unwrap_or(id);
         format!(
-            "{}:{}-{}{}",
-            self.image_name, self.variant, short, self.tag_suffix
+            "{}:{}",
+            self.image_name,
+            crate::core::image_ref::platform_tag(&self.variant, id, &self.tag_suffix)
         )
     }
 
