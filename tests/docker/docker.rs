@@ -120,6 +120,19 @@ pub(crate) fn envbuild() -> Command {
     cmd
 }
 
+/// Run `cmd` (an `envbuild ... --json`) as a CI job does (`CI=true`, no job summary): its
+/// output, its stderr and its `--json` document.
+pub(crate) fn ci_json(cmd: &mut Command) -> (std::process::Output, String, serde_json::Value) {
+    let out = cmd
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    (out, err, doc)
+}
+
 pub(crate) fn nonce() -> String {
     docker::new_run_id()
 }

@@ -331,18 +331,12 @@ fn push_fleet(
     let spec = dir.path().join("envbuild.toml");
     std::fs::write(&spec, fleet_spec(name, base)).unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let out = super::bases::envbuild()
-        .arg("image")
-        .arg(&spec)
-        .args(["--gpus", "none", "--update-lock", "--json", "--push", repo])
-        .args(args)
-        .env("ENVBUILD_CACHE_DIR", cache.path())
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
-    (out, err, doc)
+    super::docker::ci_json(
+        super::bases::envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none", "--update-lock", "--json", "--push", repo])
+            .args(args)
+            .env("ENVBUILD_CACHE_DIR", cache.path()),
+    )
 }

@@ -327,20 +327,15 @@ fn a_folder_with_a_fleet_spec_builds_every_platform_and_matrix_names_the_pushes(
     let repo = format!("{}/envbuild-test/many-{n}", r.addr);
     let junit = dir.path().join("smoke.xml");
     let cache = tempfile::tempdir().unwrap();
-    let out = envbuild()
-        .arg("image")
-        .arg(dir.path())
-        .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
-        .arg("--junit")
-        .arg(&junit)
-        .env("ENVBUILD_CACHE_DIR", cache.path())
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let doc: serde_json::Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+    let (out, err, doc) = crate::docker::ci_json(
+        envbuild()
+            .arg("image")
+            .arg(dir.path())
+            .args(["--gpus", "none", "--update-lock", "--json", "--push", &repo])
+            .arg("--junit")
+            .arg(&junit)
+            .env("ENVBUILD_CACHE_DIR", cache.path()),
+    );
     let built: Vec<String> = doc["runs"]
         .as_array()
         .into_iter()

@@ -105,18 +105,14 @@ fn pushed_image_skips_on_the_registrys_word_and_its_verdict_reads_back() {
     let repo = format!("{}/envbuild-test/push-{n}", r.addr);
     let image = |cache: &std::path::Path, extra: &[&str]| {
         let started = Instant::now();
-        let out = envbuild()
-            .arg("image")
-            .arg(&spec)
-            .args(["--gpus", "none", "--json", "--push", &repo])
-            .args(extra)
-            .env("ENVBUILD_CACHE_DIR", cache)
-            .env("CI", "true")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        let doc: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("--json: {e}\n{err}"));
+        let (out, err, doc) = crate::docker::ci_json(
+            envbuild()
+                .arg("image")
+                .arg(&spec)
+                .args(["--gpus", "none", "--json", "--push", &repo])
+                .args(extra)
+                .env("ENVBUILD_CACHE_DIR", cache),
+        );
         (out.status.code(), doc, err, started.elapsed())
     };
     let cache = tempfile::tempdir().unwrap();
