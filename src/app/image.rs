@@ -284,16 +284,8 @@ pub fn rendered_image(
             ));
         }
     }
-    let spec_dir = spec
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let none = crate::core::closure::Mirrors::default();
-    let mut files = render_files(lock, templates, spec_dir, &none)?;
-    // The identity is of the files as rendered (a conda token's placeholder, not the token),
-    // and without mirrors: the hashes make a mirror's install the same environment, as the CA
-    // bundle and proxies leave it the same.
-    let content = content_sha256(&lock_hash, &files);
+    let spec_dir = spec_dir(spec);
+    let (mut files, content) = unmirrored_render(lock, &lock_hash, templates, spec_dir)?;
     if !mirrors.is_none() {
         files = render_files(lock, templates, spec_dir, mirrors)?;
     }
@@ -311,9 +303,7 @@ pub fn rendered_image(
 }
 
 /// The content hash [`rendered_image`] gives `lock`'s image (the `<content12>` of its tags, a
-/// fleet's whole render's), rendered as the build's files are but for no build: no mirrors
-/// (they never change it), no conda token filled in (the hash is of its placeholder). What
-/// `matrix` names the images by.
+/// fleet's whole render's), for no build: what `matrix` names the images by.
 pub fn content_identity(
     lock: &Lock,
     templates: Option<&Path>,
@@ -322,13 +312,30 @@ pub fn content_identity(
     let lock_hash = lock
         .hash()
         .map_err(|e| Failure::bug(format!("cannot hash the lock: {e}")))?;
-    let spec_dir = spec
-        .parent()
+    Ok(unmirrored_render(lock, &lock_hash, templates, spec_dir(spec))?.1)
+}
+
+/// The folder a spec's relative paths are read from.
+pub(crate) fn spec_dir(spec: &Path) -> &Path {
+    spec.parent()
         .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+        .unwrap_or(Path::new("."))
+}
+
+/// The image's files rendered without mirrors, and their content hash. The identity is of the
+/// files as rendered (a conda token's placeholder, not the token), and without mirrors: the
+/// hashes make a mirror's install the same environment, as the CA bundle and proxies leave it
+/// the same.
+fn unmirrored_render(
+    lock: &Lock,
+    lock_hash: &str,
+    templates: Option<&Path>,
+    spec_dir: &Path,
+) -> Result<(BTreeMap<String, Vec<u8>>, String), Failure> {
     let none = crate::core::closure::Mirrors::default();
     let files = render_files(lock, templates, spec_dir, &none)?;
-    Ok(content_sha256(&lock_hash, &files))
+    let content = content_sha256(lock_hash, &files);
+    Ok((files, content))
 }
 
 /// A lock made through a token channel alias (`https://HOST/t/TOKEN`) records the token's
@@ -408,10 +415,7 @@ pub fn add_ca_bundle(
     if !rendered.files.contains_key(slot) || !copied {
         return Ok(None);
     }
-    let spec_dir = spec
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let spec_dir = spec_dir(spec);
     let Some((origin, path)) =
         crate::infra::network::ca_bundle_source(lock.image.ca_bundle.as_deref(), spec_dir, get)
     else {

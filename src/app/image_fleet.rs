@@ -84,10 +84,7 @@ pub fn platform_images(
         .iter()
         .map(|l| format!("{}/", l.platform.as_str()))
         .collect();
-    let spec_dir = spec
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let spec_dir = image::spec_dir(spec);
     let mut out = Vec::new();
     for &platform in platforms {
         let plock = platform_lock(lock, platform)
