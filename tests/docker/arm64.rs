@@ -16,6 +16,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     trials![
         an_aarch64_lock_builds_an_arm64_image_whose_smoke_report_says_aarch64,
         an_arm64_image_against_a_linux_64_lock_is_platform_mismatch,
+        an_emulated_build_installs_the_wheels_the_engine_downloaded,
         #[ignore = "opt-in (ENVBUILD_TEST_ARM64=1 and --ignored): downloads PyPI's ~450 MB aarch64 torch wheel and its CUDA wheels, then installs them under emulation (tens of minutes)"]
         gh200_spec_with_pypi_torch_builds_and_passes_under_emulation,
     ]
@@ -409,4 +410,99 @@ fn real_torch_image(d: &support::Docker, platform: &str, gpu: &str, base: &str) 
         lock.closure.len(),
         took.as_secs_f64()
     )
+}
+
+/// A closure lock for `linux-aarch64` from an index on this machine's 127.0.0.1 (made-up
+/// wheels, over HTTP), built for `linux/arm64` on this x86_64 engine: `envbuild image` passes
+/// `ENVBUILD_WHEELS=engine` and says so, the engine downloads every locked wheel itself (the
+/// index's log has each file), and the emulated install step, whose network cannot reach the
+/// host's 127.0.0.1, installs exactly those files, checked against the lock's hashes: the
+/// image's closure check passes. With `ENVBUILD_WHEELS=index` the same build must fail (pip,
+/// inside the build, cannot reach the index): the engine's download is what made it.
+fn an_emulated_build_installs_the_wheels_the_engine_downloaded() {
+    use envbuild_test_support::closure::{add_wheels, mirror_server};
+    let test = "an_emulated_build_installs_the_wheels_the_engine_downloaded";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+        return;
+    }
+    let base = support::arm64_python_image(&d);
+    let idx = tempfile::tempdir().unwrap();
+    add_wheels(
+        idx.path(),
+        r#"[{"name": "torch", "version": "2.14.1", "tag": "py3-none-manylinux_2_28_aarch64",
+             "requires": ["numpy-like>=1.0"]},
+            {"name": "numpy-like", "version": "1.0"}]"#,
+    );
+    let log = idx.path().join("requests.log");
+    let server = mirror_server(idx.path(), &log);
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "name = \"arm64-engine-wheels-{}\"\npython = \"3.11\"\npytorch = \"2.14.1\"\n\
+         torchvision = false\ntorchaudio = false\n\n[target]\ndriver = \"580.95.05\"\n\
+         gpus = [\"GH200\"]\n\n[lock]\nclosure = true\n\
+         index-url = \"http://127.0.0.1:{}/simple\"\nbase-digest = false\n\n[image]\n\
+         base = \"{base}\"\nvariants = [\"runtime\"]\n",
+        nonce(),
+        server.port
+    );
+    let lock = locked(dir.path(), &text);
+    assert_eq!(lock.platform.as_str(), "linux-aarch64");
+    let files: Vec<String> = lock
+        .closure
+        .iter()
+        .map(|p| p.url.rsplit('/').next().unwrap().to_string())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let spec = dir.path().join("envbuild.toml");
+    let image = |wheels: &str| {
+        envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none", "--json"])
+            .env("ENVBUILD_WHEELS", wheels)
+            .output()
+            .unwrap()
+    };
+    // pip in the build cannot reach the host's 127.0.0.1: without the engine's download the
+    // build fails (and says where pip failed).
+    let out = image("index");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[BUILD_STEP_FAILED]"), "{err}");
+    assert!(err.contains("Connection refused"), "{err}");
+    let _ = std::fs::remove_file(&log);
+
+    let out = image("auto");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the locked wheels downloaded by the engine"),
+        "{err}"
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let tag = doc["smoke"][0]["image"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no smoke entry: {doc}\n{err}"))
+        .to_string();
+    assert_eq!(image_arch(&tag), "arm64", "{tag}");
+    let requested = std::fs::read_to_string(&log).unwrap_or_default();
+    for f in &files {
+        assert!(
+            requested.contains(&format!("/files/{f}")),
+            "{f}: {requested}"
+        );
+    }
+    // The fake torch fails the smoke test's import checks; what this test proves is the
+    // install: exactly the locked files, by their hashes.
+    let closure = doc["smoke"][0]["report"]["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a report: {doc}"))
+        .iter()
+        .find(|c| c["name"] == "closure")
+        .unwrap_or_else(|| panic!("a closure check: {doc}"))
+        .clone();
+    assert_eq!(closure["status"], "pass", "{closure}");
+    d.remove_image(&tag);
 }

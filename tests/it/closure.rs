@@ -648,52 +648,6 @@ fn code_never_runs_at_lock_time() {
     );
 }
 
-/// Python's HTTP server for the files under `root` on 127.0.0.1, writing each path it is asked
-/// for to `log`; killed when dropped.
-struct Mirror {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for Mirror {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn mirror_server(root: &std::path::Path, log: &std::path::Path) -> Mirror {
-    const SERVE: &str = "import functools, http.server, sys\n\
-        root, port_file, log = sys.argv[1:4]\n\
-        class H(http.server.SimpleHTTPRequestHandler):\n\
-        \x20   def log_message(self, *a):\n\
-        \x20       open(log, 'a').write(self.path + '\\n')\n\
-        s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(H, directory=root))\n\
-        open(port_file, 'w').write(str(s.server_address[1]))\n\
-        s.serve_forever()\n";
-    let port_file = log.with_extension("port");
-    let child = std::process::Command::new("python3")
-        .args(["-c", SERVE])
-        .arg(root)
-        .arg(&port_file)
-        .arg(log)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("python3");
-    let mut m = Mirror { child, port: 0 };
-    for _ in 0..100 {
-        if let Some(p) = fs::read_to_string(&port_file)
-            .ok()
-            .and_then(|p| p.parse().ok())
-        {
-            m.port = p;
-            return m;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("the mirror did not start");
-}
-
 /// The host's pip installing `requirements` into `target` as the image does (`--no-deps
 /// --require-hashes`), with none of this machine's pip settings: (exit code, its output).
 fn pip_install(requirements: &std::path::Path, target: &std::path::Path) -> (Option<i32>, String) {

@@ -218,7 +218,14 @@ pub(crate) fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec
                 );
                 let image = words[0];
                 let parent = stages.iter().find(|s| s.name == image);
-                if parent.is_none() {
+                // `scratch`, and a stage chosen by a build arg (`wheels-torch-${ENVBUILD_WHEELS}`,
+                // each choice an earlier stage), are no base to pin.
+                let chosen = image.strip_suffix("${ENVBUILD_WHEELS}").is_some_and(|p| {
+                    ["index", "engine"]
+                        .iter()
+                        .all(|c| stages.iter().any(|s| s.name == format!("{p}{c}")))
+                });
+                if parent.is_none() && image != "scratch" && !chosen {
                     let tag_ok = image
                         .rsplit('/')
                         .next()
@@ -235,6 +242,8 @@ pub(crate) fn check_dockerfile(text: &str, files: &Rendered, lock: &Lock) -> Vec
                     instrs: Vec::new(),
                 });
             }
+            // A global ARG (the wheels' source, read by a later FROM) may precede every stage.
+            "ARG" if stages.is_empty() => {}
             _ => {
                 let stage = stages.last_mut().expect("instruction before FROM");
                 if instr == "USER" {

@@ -1,6 +1,7 @@
 //! The closure tests' made-up package index (tests/fixtures/fake_index.py): wheels served as a
-//! `file://` PEP 503 index, a spec locking its closure from it, and readers of the lock it
-//! gives. Shared by tests/it/closure.rs (offline) and tests/docker/closure.rs (in an image).
+//! `file://` PEP 503 index (or over HTTP on 127.0.0.1: [`mirror_server`]), a spec locking its
+//! closure from it, and readers of the lock it gives. Shared by tests/it/closure.rs (offline),
+//! tests/docker/closure.rs and tests/docker/arm64.rs (in an image).
 
 use crate::{envbuild, fixture};
 use std::fs;
@@ -82,4 +83,50 @@ pub fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))
         .collect()
+}
+
+/// Python's HTTP server for the files under `root` on 127.0.0.1, writing each path it is asked
+/// for to `log`; killed when dropped.
+pub struct Mirror {
+    child: std::process::Child,
+    pub port: u16,
+}
+
+impl Drop for Mirror {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn mirror_server(root: &std::path::Path, log: &std::path::Path) -> Mirror {
+    const SERVE: &str = "import functools, http.server, sys\n\
+        root, port_file, log = sys.argv[1:4]\n\
+        class H(http.server.SimpleHTTPRequestHandler):\n\
+        \x20   def log_message(self, *a):\n\
+        \x20       open(log, 'a').write(self.path + '\\n')\n\
+        s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(H, directory=root))\n\
+        open(port_file, 'w').write(str(s.server_address[1]))\n\
+        s.serve_forever()\n";
+    let port_file = log.with_extension("port");
+    let child = std::process::Command::new("python3")
+        .args(["-c", SERVE])
+        .arg(root)
+        .arg(&port_file)
+        .arg(log)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("python3");
+    let mut m = Mirror { child, port: 0 };
+    for _ in 0..100 {
+        if let Some(p) = fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.parse().ok())
+        {
+            m.port = p;
+            return m;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the mirror did not start");
 }

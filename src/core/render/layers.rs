@@ -22,6 +22,61 @@ pub struct Layer {
     pub file: String,
     /// `name==version --hash=sha256:...`, in the closure's (name) order.
     pub pins: Vec<String>,
+    /// The layer's files for the engine to download itself (`ADD URL`, see [`engine_wheel`]),
+    /// in the pins' order; empty when one of them cannot be (a local file, an odd URL).
+    pub wheels: Vec<EngineWheel>,
+}
+
+/// One locked wheel the engine can download itself: its URL and the file name it is saved as
+/// (the URL's last segment, percent-decoded: `torch-2.6.0+cu126-...whl`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EngineWheel {
+    pub url: String,
+    pub file: String,
+}
+
+/// `p` as a file the engine can fetch with `ADD ["URL", "/wheels/FILE"]`: an http(s) wheel
+/// whose URL holds no character a Dockerfile would expand or a JSON string would escape (`$`,
+/// quotes, `\\`, spaces) and whose file name is a wheel's. `None` otherwise: that layer is
+/// always downloaded by pip. pip checks each file against the lock's sha256 at install, so
+/// the engine's download is trusted no more than an index's.
+pub fn engine_wheel(p: &ClosurePkg) -> Option<EngineWheel> {
+    let rest = p
+        .url
+        .strip_prefix("https://")
+        .or_else(|| p.url.strip_prefix("http://"))?;
+    let url_ok = rest
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-._~:/?#[]@!&()*+,;=%".contains(c));
+    let last = rest.split(['?', '#']).next()?.rsplit('/').next()?;
+    let file = percent_decode(last)?;
+    let file_ok = file.ends_with(".whl")
+        && file
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+-!".contains(c))
+        && !file.starts_with('.');
+    (url_ok && file_ok && p.kind == "pip" && !p.sha256.is_empty()).then(|| EngineWheel {
+        url: p.url.clone(),
+        file,
+    })
+}
+
+/// `torch-2.6.0%2Bcu126` -> `torch-2.6.0+cu126`; `None` on a malformed escape.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// The layer names, in install order.
@@ -86,15 +141,27 @@ pub fn split<'a>(pkgs: impl Iterator<Item = &'a ClosurePkg>, extras: &[String]) 
             name,
             file: format!("requirements-{name}.txt"),
             pins: Vec::new(),
+            wheels: Vec::new(),
         })
         .collect();
+    let mut fetchable = [true; ORDER.len()];
     for p in pkgs {
         let at = layer_of(&p.name, extras);
-        if let Some(l) = layers.iter_mut().find(|l| l.name == at) {
+        if let Some(i) = layers.iter().position(|l| l.name == at) {
+            let l = &mut layers[i];
             l.pins.push(format!(
                 "{}=={} --hash=sha256:{}",
                 p.name, p.version, p.sha256
             ));
+            match engine_wheel(p) {
+                Some(w) => l.wheels.push(w),
+                None => fetchable[i] = false,
+            }
+        }
+    }
+    for (l, ok) in layers.iter_mut().zip(fetchable) {
+        if !ok {
+            l.wheels.clear();
         }
     }
     layers.retain(|l| !l.pins.is_empty());
@@ -146,6 +213,40 @@ mod tests {
         assert!(layers[0].pins[0].starts_with("torch==1.0 --hash=sha256:aaaa"));
         // No extras: no empty layer.
         assert_eq!(split(pkgs[1..].iter(), &[]).len(), 2);
+        assert_eq!(layers[1].wheels.len(), 2);
+        assert_eq!(layers[1].wheels[0].file, "numpy-1.0-py3-none-any.whl");
+    }
+
+    #[test]
+    fn the_engine_fetches_only_plain_wheel_urls_and_a_layer_all_or_nothing() {
+        let mut torch = pkg("torch");
+        torch.url = "https://download.pytorch.org/whl/cu126/torch-2.6.0%2Bcu126-cp311-cp311-manylinux_2_28_x86_64.whl".into();
+        let w = engine_wheel(&torch).expect("a PyTorch index URL");
+        assert_eq!(
+            w.file,
+            "torch-2.6.0+cu126-cp311-cp311-manylinux_2_28_x86_64.whl"
+        );
+        assert_eq!(w.url, torch.url);
+        for bad in [
+            "file:///wheels/x-1.0-py3-none-any.whl",
+            "https://h/x-1.0.tar.gz",
+            "https://h/$HOME/x-1.0-py3-none-any.whl",
+            "https://h/x\"]-1.0-py3-none-any.whl",
+            "https://h/x%2F..%2Fy-1.0-py3-none-any.whl",
+            "https://h/x-1.0-py3-none-any.whl\nRUN id",
+            "https://h/%zz-1.0-py3-none-any.whl",
+        ] {
+            let mut p = pkg("x");
+            p.url = bad.into();
+            assert_eq!(engine_wheel(&p), None, "{bad}");
+        }
+        // One local file in a layer: pip downloads that whole layer.
+        let mut local = pkg("nvidia-nccl-cu12");
+        local.url = "wheels/nvidia_nccl_cu12-1.0-py3-none-any.whl".into();
+        let layers = split([torch, local, pkg("numpy")].iter(), &[]);
+        assert_eq!(layers[0].name, "torch");
+        assert!(layers[0].wheels.is_empty());
+        assert_eq!(layers[1].wheels.len(), 1);
     }
 
     #[test]

@@ -42,6 +42,55 @@ pub fn forced() -> Result<Option<Builder>, Failure> {
     }
 }
 
+/// The build arg the Dockerfile reads to choose who downloads the locked wheels.
+pub const WHEELS_ARG: &str = "ENVBUILD_WHEELS";
+
+/// Who downloads the locked wheels of a BuildKit build (`ENVBUILD_WHEELS`): `Some("engine")`
+/// or `Some("index")` as forced, `None` (unset or `auto`) for [`wheels_for`] to decide; any
+/// other value is a usage error.
+pub fn wheels_forced() -> Result<Option<&'static str>, Failure> {
+    match std::env::var(WHEELS_ARG).ok().as_deref().map(str::trim) {
+        Some("engine") => Ok(Some("engine")),
+        Some("index") => Ok(Some("index")),
+        None | Some("") | Some("auto") => Ok(None),
+        Some(other) => Err(Failure::usage(
+            format!(
+                "{WHEELS_ARG}={} is not a source of wheels",
+                crate::core::diag::printable(other)
+            ),
+            Some(format!(
+                "{WHEELS_ARG}=engine, index or auto (the default: the engine downloads them \
+                 when it builds for another CPU, under emulation)"
+            )),
+        )),
+    }
+}
+
+/// The `ENVBUILD_WHEELS` value of a build: none when the Dockerfile does not take it; else the
+/// forced one, else `engine` when the build's platform is not the engine's (its `RUN` steps are
+/// emulated, and pip's download with them), else none (`index`, the Dockerfile's default).
+pub fn wheels_for(
+    dockerfile: &str,
+    forced: Option<&'static str>,
+    build: Option<&str>,
+    engine: Option<&str>,
+) -> Option<&'static str> {
+    let takes = dockerfile
+        .lines()
+        .any(|l| l.trim() == format!("ARG {WHEELS_ARG}=index"));
+    if !takes {
+        return None;
+    }
+    if forced.is_some() {
+        return forced;
+    }
+    let arch = |p: &str| p.split('/').nth(1).map(str::to_string);
+    match (build.and_then(arch), engine.and_then(arch)) {
+        (Some(b), Some(e)) if b != e => Some("engine"),
+        _ => None,
+    }
+}
+
 /// Pick the builder: BuildKit when the engine has it (Linux engines from API 1.39), the legacy
 /// builder otherwise or when `ENVBUILD_BUILDER` says so ([`forced`]); a stalled engine is
 /// `ENGINE_TIMEOUT`.
@@ -95,6 +144,22 @@ fn decide(os: &str, api: &str) -> Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_engine_downloads_the_wheels_of_an_emulated_build_only() {
+        let df = "# x\nARG ENVBUILD_WHEELS=index\nFROM scratch AS wheels-torch-index\n";
+        let (amd, arm) = (Some("linux/amd64"), Some("linux/arm64"));
+        assert_eq!(wheels_for(df, None, arm, amd), Some("engine"));
+        assert_eq!(wheels_for(df, None, amd, amd), None);
+        assert_eq!(wheels_for(df, None, Some("linux/arm64/v8"), arm), None);
+        // No platform asked (the engine's own) or an engine that does not say: pip downloads.
+        assert_eq!(wheels_for(df, None, None, amd), None);
+        assert_eq!(wheels_for(df, None, arm, None), None);
+        assert_eq!(wheels_for(df, Some("index"), arm, amd), Some("index"));
+        assert_eq!(wheels_for(df, Some("engine"), amd, amd), Some("engine"));
+        // A Dockerfile without the stages (no closure layers, a team's template) gets no arg.
+        assert_eq!(wheels_for("FROM x\n", Some("engine"), arm, amd), None);
+    }
 
     #[test]
     fn builder_is_chosen_from_the_engine_api() {

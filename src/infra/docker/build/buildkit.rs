@@ -31,7 +31,7 @@ fn session_id() -> String {
 pub(super) async fn stream(
     engine: &Engine,
     req: &BuildRequest,
-    dockerfile: &str,
+    (dockerfile, wheels): (&str, Option<&str>),
     primary: &str,
     context: &BuildContext,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
@@ -55,6 +55,9 @@ pub(super) async fn stream(
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
+    if let Some(w) = wheels {
+        args.insert(super::builder::WHEELS_ARG, w);
+    }
     if req.cache.inline {
         // BuildKit then writes its cache metadata into the image config; pushed with the
         // image, it lets a build on another engine reuse these layers through `cachefrom`.

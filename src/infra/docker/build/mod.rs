@@ -268,9 +268,16 @@ pub async fn build_pulling(
         bytes: context.tar.len(),
         files: context.files.len(),
     });
-    on_event(BuildEvent::Builder(match &builder {
-        Builder::BuildKit => format!("BuildKit (`{dockerfile_name}`)"),
-        Builder::Legacy(why) => format!("legacy builder: {why}"),
+    let wheels = match &builder {
+        Builder::BuildKit => wheels_arg(engine, req, &dockerfile_name).await?,
+        Builder::Legacy(_) => None,
+    };
+    on_event(BuildEvent::Builder(match (&builder, wheels) {
+        (Builder::BuildKit, Some("engine")) => {
+            format!("BuildKit (`{dockerfile_name}`), the locked wheels downloaded by the engine")
+        }
+        (Builder::BuildKit, _) => format!("BuildKit (`{dockerfile_name}`)"),
+        (Builder::Legacy(why), _) => format!("legacy builder: {why}"),
     }));
     if !req.cache.from.is_empty() || !req.cache.missing.is_empty() {
         on_event(BuildEvent::CacheFrom {
@@ -284,7 +291,7 @@ pub async fn build_pulling(
     let mut log = match builder {
         Builder::BuildKit => {
             let df = dockerfile_name.as_str();
-            buildkit::stream(engine, req, df, &primary, &context, on_event).await?
+            buildkit::stream(engine, req, (df, wheels), &primary, &context, on_event).await?
         }
         Builder::Legacy(_) => legacy::stream(engine, req, &primary, &context, on_event).await?,
     };
@@ -301,6 +308,33 @@ pub async fn build_pulling(
     let image_id = built_image(engine, req, &primary, &log, &bases).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
     Ok(outcome(image_id, Some(&log), &context))
+}
+
+/// The `ENVBUILD_WHEELS` build arg of a BuildKit build of `dockerfile` ([`builder::wheels_for`]):
+/// the engine's platform is asked only when it decides.
+async fn wheels_arg(
+    engine: &Engine,
+    req: &BuildRequest,
+    dockerfile: &str,
+) -> Result<Option<&'static str>, Failure> {
+    let forced = builder::wheels_forced()?;
+    let text = req
+        .files
+        .get(dockerfile)
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default();
+    let own = match (forced, &req.platform) {
+        (None, Some(_)) if text.contains(builder::WHEELS_ARG) => {
+            images::engine_platform(engine).await
+        }
+        _ => None,
+    };
+    Ok(builder::wheels_for(
+        &text,
+        forced,
+        req.platform.as_deref(),
+        own.as_deref(),
+    ))
 }
 
 async fn pull_base(
