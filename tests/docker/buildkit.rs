@@ -1,6 +1,7 @@
 //! BuildKit through the Engine API: a BuildKit build that passes the CPU smoke test, local wheels
 //! bind-mounted into the install step instead of copied into a layer (sizes against the legacy
-//! builder), and a rebuild after a changed pip extra answered from the pip cache mount.
+//! builder), a rebuild after a changed pip extra answered from the pip cache mount, and the
+//! install step's script installing the wheels the engine downloaded with uv.
 
 use crate::docker::{envbuild, nonce};
 use crate::engine_support as support;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 pub fn trials() -> Vec<libtest_mimic::Trial> {
     trials![
         buildkit_binds_local_wheels_which_legacy_copies_into_a_layer,
+        the_engine_s_wheels_are_installed_by_uv_and_checked_against_the_lock,
         #[ignore = "downloads from PyPI; run with `cargo test --test docker buildkit_rebuild -- --ignored`"]
         buildkit_rebuild_after_a_changed_pip_extra_reuses_the_pip_cache_mount,
     ]
@@ -237,4 +239,129 @@ fn buildkit_rebuild_after_a_changed_pip_extra_reuses_the_pip_cache_mount() {
     for t in tags {
         d.remove_image(&t);
     }
+}
+
+/// The BuildKit install step's script (`envbuild/python-env.sh wheels`, rendered from
+/// specs/pypi-torch214-closure) given the wheels the engine downloaded (`ENVBUILD_ENGINE_WHEELS`),
+/// run in a container of the Debian base with no network: the pinned uv, where `fetch-uv` keeps
+/// it in the pip cache mount (here this machine's own uv of the same release), installs the
+/// mounted wheel (`Installed 1 package`, not pip's `Successfully installed`), and a mounted file
+/// whose bytes are not the locked ones is refused. The script once looked for uv beside the
+/// engine's folder, found none, and every emulated build fell back to pip's serial unpack.
+fn the_engine_s_wheels_are_installed_by_uv_and_checked_against_the_lock() {
+    use envbuild_test_support::closure::{add_wheels, sha256_file};
+    let test = "the_engine_s_wheels_are_installed_by_uv_and_checked_against_the_lock";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    support::need_tool("uv", "uv (.ci/uv-up.sh installs the pinned release)");
+    let base = support::debian_python_image(&d);
+    let work = tempfile::tempdir().unwrap();
+    let spec =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/pypi-torch214-closure/envbuild.toml");
+    let rendered = work.path().join("rendered");
+    let out = envbuild()
+        .arg("render")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&rendered)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let script = rendered.join("envbuild/python-env.sh");
+    let text = std::fs::read_to_string(&script).unwrap();
+    let uv_version = text
+        .lines()
+        .find_map(|l| l.strip_prefix("uv_version="))
+        .expect("the script pins uv")
+        .to_string();
+    let uv = std::process::Command::new("uv")
+        .arg("--version")
+        .output()
+        .unwrap();
+    let host_uv = String::from_utf8_lossy(&uv.stdout).into_owned();
+    assert!(
+        host_uv.starts_with(&format!("uv {uv_version}")),
+        "this machine's uv is `{host_uv}`, the script pins {uv_version}: run .ci/uv-up.sh"
+    );
+    let which = std::process::Command::new("sh")
+        .args(["-c", "command -v uv"])
+        .output()
+        .unwrap();
+    let uv_bin = std::fs::canonicalize(String::from_utf8_lossy(&which.stdout).trim()).unwrap();
+
+    let idx = work.path().join("index");
+    add_wheels(&idx, r#"[{"name": "numpy-like", "version": "1.0"}]"#);
+    let wheel = idx.join("files/numpy_like-1.0-py3-none-any.whl");
+    let req = work.path().join("requirements-torch.txt");
+    std::fs::write(
+        &req,
+        format!("numpy-like==1.0 --hash=sha256:{}\n", sha256_file(&wheel)),
+    )
+    .unwrap();
+    // The script, the requirements and the engine's folder as the Dockerfile mounts them; the
+    // uv store is filled as `fetch-uv` leaves it, then the install step runs as in the build.
+    let run = |engine_files: &Path| {
+        let inner = format!(
+            "set -e; sh /tmp/envbuild/python-env.sh venv; \
+             store=/root/.cache/pip/envbuild-wheels/uv-{uv_version}-$(uname -m)/bin; \
+             mkdir -p \"$store\"; cp /tmp/host-uv \"$store/uv\"; \
+             ENVBUILD_ENGINE_WHEELS=/tmp/envbuild/engine-wheels sh /tmp/envbuild/python-env.sh \
+             wheels /root/.cache/pip/envbuild-wheels --no-deps --require-hashes \
+             -r /tmp/envbuild/requirements-torch.txt; \
+             /opt/venv/bin/python -c 'import numpy_like; print(\"imported\", numpy_like.__version__)'"
+        );
+        let mount = |from: &Path, to: &str| format!("{}:{to}:ro", from.display());
+        let out = std::process::Command::new("docker")
+            .args(["run", "--rm", "--network", "none", "--label"])
+            .arg(format!("{}={}", docker::labels::RUN_ID, support::run_id()))
+            .args(["-v", &mount(&script, "/tmp/envbuild/python-env.sh")])
+            .args(["-v", &mount(&req, "/tmp/envbuild/requirements-torch.txt")])
+            .args(["-v", &mount(engine_files, "/tmp/envbuild/engine-wheels")])
+            .args(["-v", &mount(&uv_bin, "/tmp/host-uv")])
+            .arg(&base)
+            .args(["sh", "-c", &inner])
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), all)
+    };
+    let engine = work.path().join("engine");
+    std::fs::create_dir(&engine).unwrap();
+    std::fs::copy(&wheel, engine.join(wheel.file_name().unwrap())).unwrap();
+    let (code, all) = run(&engine);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        all.contains("Installed 1 package"),
+        "uv did not install:\n{all}"
+    );
+    assert!(
+        !all.contains("Successfully installed"),
+        "pip installed:\n{all}"
+    );
+    assert!(all.contains("imported 1.0"), "{all}");
+
+    // A valid wheel of the same name with other bytes (another Requires-Dist): the hash check
+    // refuses it, nothing is installed.
+    let other = work.path().join("other");
+    add_wheels(
+        &other,
+        r#"[{"name": "numpy-like", "version": "1.0", "requires": ["einops-like"]}]"#,
+    );
+    let tampered = work.path().join("tampered");
+    std::fs::create_dir(&tampered).unwrap();
+    let name = wheel.file_name().unwrap();
+    std::fs::copy(other.join("files").join(name), tampered.join(name)).unwrap();
+    let (code, all) = run(&tampered);
+    assert_ne!(code, Some(0), "{all}");
+    assert!(all.to_lowercase().contains("hash mismatch"), "{all}");
+    assert!(!all.contains("imported"), "{all}");
 }
