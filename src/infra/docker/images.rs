@@ -29,15 +29,7 @@ fn platform_of(os: Option<&str>, arch: Option<&str>, variant: Option<&str>) -> O
 
 /// The platform the engine builds and runs for (`linux/amd64`); `None` when it does not say.
 pub async fn engine_platform(engine: &Engine) -> Option<String> {
-    let v = engine
-        .call(
-            Call::Short,
-            || "reading the engine's version".into(),
-            engine.docker.version(),
-        )
-        .await
-        .ok()?
-        .ok()?;
+    let v = engine.version().await.ok()?.as_ref().ok()?;
     platform_of(v.os.as_deref(), v.arch.as_deref(), None)
 }
 

@@ -43,9 +43,31 @@ pub struct Engine {
     pub host: String,
     /// How long each kind of call may take.
     pub limits: limits::Limits,
+    /// The engine's `/version` answer, asked once: the builder choice, the build platform and
+    /// the verdict's engine note all read it, for every platform and variant of a run.
+    version: tokio::sync::OnceCell<Result<bollard::models::SystemVersion, String>>,
 }
 
 impl Engine {
+    /// The engine's `/version` answer, asked at most once per connection: `Err` holds the
+    /// engine's refusal in short. A stalled engine is `ENGINE_TIMEOUT` (and not remembered).
+    pub(crate) async fn version(
+        &self,
+    ) -> Result<&Result<bollard::models::SystemVersion, String>, Failure> {
+        self.version
+            .get_or_try_init(|| async {
+                let answer = self
+                    .call(
+                        limits::Call::Short,
+                        || "reading the engine's version".into(),
+                        self.docker.version(),
+                    )
+                    .await?;
+                Ok(answer.map_err(|e| short_error(&e)))
+            })
+            .await
+    }
+
     /// Run one engine call under the limit for its kind; `doing` names it for `ENGINE_TIMEOUT`
     /// ("inspecting image `x`").
     pub(crate) async fn call<T>(
@@ -79,6 +101,7 @@ fn unreachable_hint() -> String {
 pub async fn connect() -> Result<Engine, Failure> {
     let limits = limits::Limits::from_env()?;
     build::builder::forced()?;
+    build::builder::wheels_forced()?;
     // A silent engine at this point is an unreachable one, not a stalled one.
     let ping_limit = limits.ping();
     let host = std::env::var("DOCKER_HOST")
@@ -109,6 +132,7 @@ pub async fn connect() -> Result<Engine, Failure> {
             docker,
             host,
             limits,
+            version: tokio::sync::OnceCell::new(),
         }),
         Ok(Err(e)) => Err(Failure::one(
             Diagnostic::error(
@@ -206,14 +230,6 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 /// The engine's version (`docker version`'s server version), `None` when it does not say.
 pub async fn engine_version(engine: &Engine) -> Option<String> {
-    let v = engine
-        .call(
-            limits::Call::Short,
-            || "reading the engine's version".into(),
-            engine.docker.version(),
-        )
-        .await
-        .ok()?
-        .ok()?;
-    v.version.filter(|v| !v.trim().is_empty())
+    let v = engine.version().await.ok()?.as_ref().ok()?;
+    v.version.clone().filter(|v| !v.trim().is_empty())
 }

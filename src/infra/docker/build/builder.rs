@@ -3,8 +3,7 @@
 //! environment; asks the engine its version (network I/O).
 
 use crate::core::diag::Failure;
-use crate::infra::docker::limits::Call;
-use crate::infra::docker::{short_error, Engine};
+use crate::infra::docker::Engine;
 
 /// Which builder a build goes through.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,20 +25,16 @@ const BUILDKIT_MIN_API: (u32, u32) = (1, 39);
 /// The builder `ENVBUILD_BUILDER` forces (`None`: unset or `auto`); any other value is a usage
 /// error, checked when envbuild connects so that a typo fails before any work.
 pub fn forced() -> Result<Option<Builder>, Failure> {
-    match std::env::var(BUILDER_ENV).ok().as_deref().map(str::trim) {
-        Some("legacy") => Ok(Some(Builder::Legacy(format!("{BUILDER_ENV}=legacy")))),
-        Some("buildkit") => Ok(Some(Builder::BuildKit)),
-        None | Some("") | Some("auto") => Ok(None),
-        Some(other) => Err(Failure::usage(
-            format!(
-                "{BUILDER_ENV}={} is not a builder",
-                crate::core::diag::printable(other)
-            ),
-            Some(format!(
-                "{BUILDER_ENV}=buildkit, legacy or auto (the default: BuildKit when the engine has it)"
-            )),
-        )),
-    }
+    let value = one_of(
+        BUILDER_ENV,
+        &["legacy", "buildkit"],
+        "is not a builder",
+        "buildkit, legacy or auto (the default: BuildKit when the engine has it)",
+    )?;
+    Ok(value.map(|v| match v {
+        "legacy" => Builder::Legacy(format!("{BUILDER_ENV}=legacy")),
+        _ => Builder::BuildKit,
+    }))
 }
 
 /// The build arg the Dockerfile reads to choose who downloads the locked wheels.
@@ -49,20 +44,36 @@ pub const WHEELS_ARG: &str = "ENVBUILD_WHEELS";
 /// or `Some("index")` as forced, `None` (unset or `auto`) for [`wheels_for`] to decide; any
 /// other value is a usage error.
 pub fn wheels_forced() -> Result<Option<&'static str>, Failure> {
-    match std::env::var(WHEELS_ARG).ok().as_deref().map(str::trim) {
-        Some("engine") => Ok(Some("engine")),
-        Some("index") => Ok(Some("index")),
-        None | Some("") | Some("auto") => Ok(None),
-        Some(other) => Err(Failure::usage(
-            format!(
-                "{WHEELS_ARG}={} is not a source of wheels",
-                crate::core::diag::printable(other)
-            ),
-            Some(format!(
-                "{WHEELS_ARG}=engine, index or auto (the default: the engine downloads them \
-                 when it builds for another CPU, under emulation)"
+    one_of(
+        WHEELS_ARG,
+        &["engine", "index"],
+        "is not a source of wheels",
+        "engine, index or auto (the default: the engine downloads them when it builds for \
+         another CPU, under emulation)",
+    )
+}
+
+/// The value of the environment variable `name` when it is one of `values`; `None` when it is
+/// unset, empty or `auto`; any other value is a usage error: `NAME=value {refusal}`, hinted
+/// with `NAME={choices}`.
+fn one_of(
+    name: &str,
+    values: &[&'static str],
+    refusal: &str,
+    choices: &str,
+) -> Result<Option<&'static str>, Failure> {
+    let Ok(raw) = std::env::var(name) else {
+        return Ok(None);
+    };
+    match raw.trim() {
+        "" | "auto" => Ok(None),
+        v => match values.iter().find(|known| **known == v) {
+            Some(known) => Ok(Some(*known)),
+            None => Err(Failure::usage(
+                format!("{name}={} {refusal}", crate::core::diag::printable(v)),
+                Some(format!("{name}={choices}")),
             )),
-        )),
+        },
     }
 }
 
@@ -98,25 +109,17 @@ pub async fn choose(engine: &Engine) -> Result<Builder, Failure> {
     if let Some(forced) = forced()? {
         return Ok(forced);
     }
-    let answer = engine
-        .call(
-            Call::Short,
-            || "reading the engine's version".into(),
-            engine.docker.version(),
-        )
-        .await?;
-    let version = match answer {
+    let version = match engine.version().await? {
         Ok(v) => v,
         Err(e) => {
             return Ok(Builder::Legacy(format!(
-                "the engine did not say its version ({})",
-                short_error(&e)
+                "the engine did not say its version ({e})"
             )))
         }
     };
-    let os = version.os.unwrap_or_default();
-    let api = version.api_version.unwrap_or_default();
-    Ok(decide(&os, &api))
+    let os = version.os.as_deref().unwrap_or_default();
+    let api = version.api_version.as_deref().unwrap_or_default();
+    Ok(decide(os, api))
 }
 
 /// The decision of [`choose`] from the engine's OS and API version.
