@@ -142,6 +142,7 @@ registry! {
         SMOKE_PYTHON_NOT_FOUND: Error, "The smoke test's Python interpreter could not be started.";
         SMOKE_TIMEOUT: Error, "The smoke test ran past its time limit and was killed.";
         SMOKE_BAD_OUTPUT: Error, "The smoke test's output is not a schema-1 report.";
+        EMULATOR_CRASHED: Error, "The smoke test died inside the CPU emulator (qemu-user) that runs another platform's image.";
         INVALID_EXPECTATIONS: Error, "An `--expect-file` that is not a valid expectations document.";
         SMOKE_FAILED: Error, "The smoke test ran and a required check failed.";
         STEP_SUMMARY_UNWRITABLE: Warning, "`GITHUB_STEP_SUMMARY` names a file the verdicts table could not be appended to.";

@@ -281,6 +281,25 @@ pub fn parse_output(stdout: &str, stderr: &str, code: Option<i32>) -> Result<Smo
     let tail = stderr_tail(stderr);
     let report: SmokeReport = match serde_json::from_str(stdout.trim()) {
         Ok(r) => r,
+        Err(_) if emulator_crash(stderr).is_some() => {
+            let line = emulator_crash(stderr).unwrap_or_default();
+            return Err(Failure::one(
+                Diagnostic::error(
+                    codes::EMULATOR_CRASHED,
+                    format!(
+                        "the smoke test died inside the CPU emulator that runs this image on \
+                         another CPU (`{line}`): nothing is known of the image itself"
+                    ),
+                )
+                .with_hint(
+                    "qemu-user older than 8.2 gives an aarch64 program this machine's own \
+                     /proc/cpuinfo, and `import torch` crashes reading it: register qemu-user \
+                     8.2 or newer with binfmt_misc (Debian 13, Ubuntu 24.04, the \
+                     tonistiigi/binfmt image), or test the image on an arm64 machine \
+                     (docs/image.md#under-emulation)",
+                ),
+            ));
+        }
         Err(e) => {
             let mut d = Diagnostic::error(
                 codes::BAD_OUTPUT,
@@ -335,6 +354,15 @@ pub fn parse_output(stdout: &str, stderr: &str, code: Option<i32>) -> Result<Smo
         )));
     }
     Ok(report)
+}
+
+/// The line in which qemu-user says it let the emulated program die (`qemu: uncaught target
+/// signal 11 (Segmentation fault) - core dumped`, `qemu: unhandled CPU exception ...`).
+fn emulator_crash(stderr: &str) -> Option<&str> {
+    stderr.lines().map(str::trim).find(|l| {
+        l.starts_with("qemu: uncaught target signal")
+            || l.starts_with("qemu: unhandled CPU exception")
+    })
 }
 
 /// The last three non-empty lines of a child's stderr, for messages.
@@ -608,6 +636,26 @@ mod tests {
         assert!(e.to_string().contains("last line"), "{e}");
         let e = parse_output("", "", None).unwrap_err();
         assert!(e.to_string().contains("killed by a signal"), "{e}");
+    }
+
+    #[test]
+    fn a_crash_in_the_emulator_is_named_as_such() {
+        let stderr = "/__w/pytorch/pytorch/third_party/ideep/mkl-dnn/third_party/xbyak_aarch64/\
+                      src/util_impl_linux.h, 444: Can't open MIDR_EL1 sysfs entry\n\
+                      qemu: uncaught target signal 11 (Segmentation fault) - core dumped\n";
+        let e = parse_output("", stderr, Some(139)).unwrap_err();
+        let d = &e.diagnostics[0];
+        assert_eq!(d.code, codes::EMULATOR_CRASHED);
+        assert!(
+            d.message
+                .contains("`qemu: uncaught target signal 11 (Segmentation fault) - core dumped`"),
+            "{}",
+            d.message
+        );
+        assert!(d.hint.as_deref().unwrap().contains("8.2"), "{d:?}");
+        // The same crash natively is no emulator's: the plain refusal, quoting stderr.
+        let e = parse_output("", "Segmentation fault (core dumped)\n", Some(139)).unwrap_err();
+        assert_eq!(e.diagnostics[0].code, codes::BAD_OUTPUT);
     }
 
     #[test]

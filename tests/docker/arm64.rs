@@ -17,6 +17,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         an_aarch64_lock_builds_an_arm64_image_whose_smoke_report_says_aarch64,
         an_arm64_image_against_a_linux_64_lock_is_platform_mismatch,
         an_emulated_build_installs_the_wheels_the_engine_downloaded,
+        a_crash_inside_the_emulator_fails_at_once_as_emulator_crashed,
         #[ignore = "opt-in (ENVBUILD_TEST_ARM64=1 and --ignored): downloads PyPI's ~450 MB aarch64 torch wheel and its CUDA wheels, then installs them under emulation (tens of minutes)"]
         gh200_spec_with_pypi_torch_builds_and_passes_under_emulation,
     ]
@@ -307,7 +308,10 @@ fn gh200_spec_with_pypi_torch_builds_and_passes_under_emulation() {
     let Some(d) = support::engine(test) else {
         return;
     };
-    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+    if !support::arm64_emulation(test)
+        || !support::arm64_emulation_runs_torch(test)
+        || !support::real_smoke_script(test)
+    {
         return;
     }
     let arm_base = support::arm64_python_image(&d);
@@ -505,4 +509,47 @@ fn an_emulated_build_installs_the_wheels_the_engine_downloaded() {
         .clone();
     assert_eq!(closure["status"], "pass", "{closure}");
     d.remove_image(&tag);
+}
+
+/// An arm64 image whose Python really segfaults under emulation (a `.pth` line reads address
+/// 0; as `import torch` does under a qemu older than 8.2, reading the host's
+/// `/proc/cpuinfo`): qemu-user says `uncaught target signal 11` and re-raises the signal on
+/// itself. The smoke container's init takes PID 1, so the container exits at once instead of
+/// hanging until the time limit (`SMOKE_TIMEOUT`, which a container's PID 1 ignoring that
+/// signal gave), and the run names the emulator: `EMULATOR_CRASHED`, with qemu's line.
+fn a_crash_inside_the_emulator_fails_at_once_as_emulator_crashed() {
+    let test = "a_crash_inside_the_emulator_fails_at_once_as_emulator_crashed";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    if !support::arm64_emulation(test) || !support::real_smoke_script(test) {
+        return;
+    }
+    let base = support::arm64_python_image(&d);
+    // A `.pth` line that starts with `import` runs at every start (Debian's own
+    // `sitecustomize` in the standard library would shadow one in dist-packages).
+    let crash = b"import ctypes; ctypes.string_at(0)\n".to_vec();
+    let image = fake_torch_image_on(
+        &d,
+        &base,
+        "linux/arm64",
+        BTreeMap::from([("site/envbuild-crash.pth".to_string(), crash)]),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    locked(dir.path(), &gh200_spec("crash", &image, "linux-aarch64"));
+    let out = envbuild()
+        .arg("test")
+        .arg(&image)
+        .arg("--lock")
+        .arg(dir.path().join("envbuild.lock"))
+        .args(["--gpus", "none", "--timeout", "300"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error[EMULATOR_CRASHED]"), "{err}");
+    assert!(err.contains("qemu: uncaught target signal 11"), "{err}");
+    assert!(!err.contains("SMOKE_TIMEOUT"), "{err}");
+    d.assert_no_smoke_container("after the emulated crash");
+    d.remove_image(&image);
 }

@@ -874,10 +874,51 @@ pub fn arm64_emulation(test: &str) -> bool {
     enabled
 }
 
+/// Whether the registered arm64 emulator runs real torch: qemu-user 8.2 or newer, which
+/// emulates `/proc/cpuinfo` (an older one hands torch this machine's x86 one, and `import
+/// torch` crashes: `EMULATOR_CRASHED`). A skip (a failure in CI) naming the fix otherwise.
+pub fn arm64_emulation_runs_torch(test: &str) -> bool {
+    let reg = std::fs::read_to_string("/proc/sys/fs/binfmt_misc/qemu-aarch64").unwrap_or_default();
+    let interp = reg
+        .lines()
+        .find_map(|l| l.strip_prefix("interpreter "))
+        .unwrap_or_default()
+        .to_string();
+    // The registered name (`aarch64-binfmt-P`) makes qemu read its arguments as the kernel
+    // passes them: ask the binary it links to.
+    let binary = std::fs::canonicalize(&interp).unwrap_or_else(|_| interp.clone().into());
+    let out = Command::new(&binary).arg("--version").output();
+    let text = out
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let version = text
+        .split_whitespace()
+        .skip_while(|w| *w != "version")
+        .nth(1)
+        .and_then(|v| {
+            let mut p = v.split('.').map(|n| n.parse::<u32>().ok());
+            Some((p.next()??, p.next()??))
+        });
+    let runs = version.is_some_and(|v| v >= (8, 2));
+    if !runs {
+        skip_or_fail(
+            test,
+            &format!(
+                "the arm64 emulator `{interp}` ({}) is older than qemu 8.2 and crashes `import \
+                 torch`: run `bash .ci/qemu-up.sh --torch` as root",
+                text.lines().next().unwrap_or("no version")
+            ),
+        );
+    }
+    runs
+}
+
 /// The arm64 Debian packages of [`arm64_python_image`]: Python with venv and pip (ensurepip),
-/// a shell, `useradd`, the CA certificates.
-const ARM64_PACKAGES: &str =
-    "dash,bash,coreutils,grep,sed,findutils,base-files,base-passwd,passwd,login,python3,python3-venv,ca-certificates";
+/// a shell, `useradd`, the CA certificates, and the C++ runtime that every real torch wheel
+/// links (`libstdc++.so.6`: without it `import torch` fails; the x86_64 `minbase` has it
+/// through apt).
+const ARM64_PACKAGES: &str = "dash,bash,coreutils,grep,sed,findutils,base-files,base-passwd,\
+     passwd,login,python3,python3-venv,ca-certificates,libstdc++6";
 /// What `--variant=extract` leaves to the maintainer scripts it does not run: the account
 /// files (base-passwd's), the mount points, a world-writable /tmp; and Debian's PEP 668 marker
 /// goes, as for the x86_64 test base.

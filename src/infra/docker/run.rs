@@ -570,6 +570,10 @@ async fn create_container(engine: &Engine, req: &ContainerSmokeRequest) -> Resul
         device_requests: req.gpus.then(|| vec![gpu_request()]),
         // The smoke test needs no network; without one it cannot depend on one.
         network_mode: Some("none".into()),
+        // The engine's init (`docker run --init`) as PID 1: a signal a process sends itself is
+        // ignored by a container's PID 1, so qemu-user re-raising an emulated program's fatal
+        // signal hung until the time limit instead of failing at once; it also reaps workers.
+        init: Some(true),
         ..Default::default()
     };
     let body = ContainerCreateBody {
