@@ -27,6 +27,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
     trials![
         a_token_registry_takes_the_engines_push_and_envbuilds_index,
         image_push_and_its_verdict_go_through_a_token_registry,
+        a_registry_cache_behind_a_token_registry_is_read_with_the_login,
     ]
 }
 
@@ -57,7 +58,8 @@ struct Asked {
 /// `openssl`); stops when dropped.
 struct TokenServer {
     /// The realm a registry names: `http://127.0.0.1:PORT/token?via=realm` (the query is kept
-    /// by a client that reads the realm right; the server refuses a request without it).
+    /// by a client that reads the realm right; the server refuses a request without it), or
+    /// `http://127.0.0.1:PORT/token`, as Docker Hub's and GHCR's realms are.
     realm: String,
     cert: PathBuf,
     log: Arc<Mutex<Vec<Asked>>>,
@@ -75,7 +77,8 @@ impl Drop for TokenServer {
 }
 
 impl TokenServer {
-    fn start() -> TokenServer {
+    /// A token server whose realm has a query (`via=realm`) or none.
+    fn start_with(realm_query: bool) -> TokenServer {
         let dir = tempfile::tempdir().unwrap();
         let (key, cert) = (dir.path().join("key.pem"), dir.path().join("cert.pem"));
         let st = Command::new("openssl")
@@ -110,12 +113,13 @@ impl TokenServer {
                     break;
                 }
                 if let Ok(c) = conn {
-                    serve(c, &signer, &l);
+                    serve(c, &signer, &l, realm_query);
                 }
             }
         });
+        let query = if realm_query { "?via=realm" } else { "" };
         TokenServer {
-            realm: format!("http://127.0.0.1:{port}/token?via=realm"),
+            realm: format!("http://127.0.0.1:{port}/token{query}"),
             cert,
             log,
             stop,
@@ -226,8 +230,9 @@ fn grants(scopes: &[String], anonymous: bool) -> serde_json::Value {
 
 /// One request per connection: `GET /token` (basic auth or none) or `POST /token` (a form:
 /// `grant_type=password` or `refresh_token`), answered with a token for the scopes asked, or
-/// `401` for wrong credentials, or `400` without the realm's own query (`via=realm`).
-fn serve(mut c: TcpStream, signer: &Signer, log: &Mutex<Vec<Asked>>) {
+/// `401` for wrong credentials, or `400` without the realm's own query (`via=realm`) when its
+/// realm has one (`realm_query`).
+fn serve(mut c: TcpStream, signer: &Signer, log: &Mutex<Vec<Asked>>, realm_query: bool) {
     let mut reader = BufReader::new(c.try_clone().unwrap());
     let mut line = String::new();
     if reader.read_line(&mut line).is_err() || line.is_empty() {
@@ -298,31 +303,33 @@ fn serve(mut c: TcpStream, signer: &Signer, log: &Mutex<Vec<Asked>>) {
         },
         _ => None,
     };
-    let (status, answer) =
-        if path != "/token" || value("via") != Some("realm") || value("service") != Some(SERVICE) {
-            (
-                400,
-                serde_json::json!({"details": "not the realm's URL or service"}),
-            )
-        } else {
-            match who {
-                None => (
-                    401,
-                    serde_json::json!({"details": "incorrect username or password"}),
-                ),
-                Some(who) => {
-                    let token = signer.token(&grants(&scopes, who == "anonymous"));
-                    // distribution's flow answers `token`, OAuth2's `access_token`.
-                    match method.as_str() {
-                        "POST" => (
-                            200,
-                            serde_json::json!({"access_token": token, "expires_in": 300}),
-                        ),
-                        _ => (200, serde_json::json!({"token": token, "expires_in": 300})),
-                    }
+    let (status, answer) = if path != "/token"
+        || (realm_query && value("via") != Some("realm"))
+        || value("service") != Some(SERVICE)
+    {
+        (
+            400,
+            serde_json::json!({"details": "not the realm's URL or service"}),
+        )
+    } else {
+        match who {
+            None => (
+                401,
+                serde_json::json!({"details": "incorrect username or password"}),
+            ),
+            Some(who) => {
+                let token = signer.token(&grants(&scopes, who == "anonymous"));
+                // distribution's flow answers `token`, OAuth2's `access_token`.
+                match method.as_str() {
+                    "POST" => (
+                        200,
+                        serde_json::json!({"access_token": token, "expires_in": 300}),
+                    ),
+                    _ => (200, serde_json::json!({"token": token, "expires_in": 300})),
                 }
             }
-        };
+        }
+    };
     log.lock().unwrap().push(Asked {
         method,
         agent,
@@ -368,12 +375,20 @@ fn refusal(f: envbuild::core::diag::Failure) -> String {
 /// The engine, `openssl`, a token server and a registry that sends clients to it; a skip (a
 /// failure in CI) with the reason when one is missing.
 fn token_start(test: &str) -> Option<(support::Docker, TokenServer, super::push::Registry)> {
+    token_start_with(test, true)
+}
+
+/// [`token_start`] with a realm that has a query (`via=realm`) or none.
+fn token_start_with(
+    test: &str,
+    realm_query: bool,
+) -> Option<(support::Docker, TokenServer, super::push::Registry)> {
     let d = support::engine(test)?;
     if !support::tool_found("openssl") {
         support::skip_or_fail(test, &support::missing_tool("openssl", "openssl"));
         return None;
     }
-    let ts = TokenServer::start();
+    let ts = TokenServer::start_with(realm_query);
     let r = super::push::registry_with(test, &ts.registry_auth())?;
     Some((d, ts, r))
 }
@@ -610,4 +625,77 @@ fn image_push_and_its_verdict_go_through_a_token_registry() {
         "{asked:?}"
     );
     d.assert_no_smoke_container("after the token registry runs");
+}
+
+/// With BuildKit, `image --push` to a token registry whose realm has no query (as Docker Hub's
+/// and GHCR's): the next build of the variant (a changed late layer, the local images gone)
+/// reads the registry cache (`VARIANT-cache`) with the login, not anonymously: BuildKit asks the
+/// build's session for the registry's credentials (or for the token itself) and its token
+/// request for the cache repository's `pull` names the user. This token server also grants
+/// anonymous pulls, so what is checked is who asked: a private registry refuses an anonymous
+/// read, and BuildKit says so only in its debug log (every layer built again on every runner).
+fn a_registry_cache_behind_a_token_registry_is_read_with_the_login() {
+    let test = "a_registry_cache_behind_a_token_registry_is_read_with_the_login";
+    if std::env::var("ENVBUILD_BUILDER").is_ok_and(|b| b.trim() == "legacy") {
+        return;
+    }
+    let Some((d, ts, r)) = token_start_with(test, false) else {
+        return;
+    };
+    let base = support::fake_cuda_torch_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    let n = super::docker::nonce();
+    let path = format!("envbuild-test/token-cache-{n}");
+    let repo = format!("{}/{path}", r.addr);
+    let cache_ref = format!("{repo}:runtime-cache");
+    let image = |name: &str| {
+        std::fs::write(&spec, support::spec_on_base(name, &base)).unwrap();
+        let out = super::docker::envbuild()
+            .arg("image")
+            .arg(&spec)
+            .args(["--gpus", "none", "--json", "--verbose", "--update-lock"])
+            .args(["--push", &repo])
+            .env("ENVBUILD_CACHE_DIR", dir.path().join("verdicts"))
+            .env("ENVBUILD_REGISTRY_USER", USER)
+            .env("ENVBUILD_REGISTRY_PASSWORD", PASSWORD)
+            .env("DOCKER_CONFIG", dir.path().join("no-docker-config"))
+            .env("CI", "true")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        assert_eq!(out.status.code(), Some(0), "{doc}\n{err}");
+        let local = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
+        let pushed = doc["pushed"][0]["image"].as_str().unwrap().to_string();
+        d.remove_image(&local);
+        d.remove_image(&pushed);
+        err
+    };
+    image(&format!("token-cache-{n}"));
+    ts.take();
+
+    let err = image(&format!("token-cache-{n}-renamed"));
+    let said = format!("[runtime] cache from: {cache_ref}");
+    assert!(err.contains(&said), "no `{said}` in:\n{err}");
+    let import = format!("importing cache manifest from {cache_ref}");
+    assert!(err.contains(&import), "no `{import}` in:\n{err}");
+    // The engine's push asks as `docker/...`, envbuild's own client as `envbuild/...`: a token
+    // for the cache's `pull` asked by anyone else is BuildKit's, through the session.
+    let pull = format!("repository:{path}:pull");
+    let asked = ts.take();
+    let buildkit: Vec<&Asked> = asked
+        .iter()
+        .filter(|a| !a.agent.starts_with("docker/") && !a.agent.starts_with("envbuild/"))
+        .filter(|a| a.scopes.iter().any(|s| s.starts_with(&pull)))
+        .collect();
+    assert!(
+        buildkit.iter().any(|a| a.who == USER && a.status == 200),
+        "BuildKit read the cache without the login: {asked:?}"
+    );
+    assert!(
+        buildkit.iter().all(|a| a.status == 200),
+        "a refused token request: {asked:?}"
+    );
+    d.assert_no_smoke_container("after the registry cache runs");
 }

@@ -93,7 +93,8 @@ where
     }
 }
 
-fn bollard_creds(c: Option<&Credentials>) -> Option<DockerCredentials> {
+/// envbuild's credentials in bollard's form (pull, push, inspect, and a BuildKit session).
+pub(crate) fn bollard_creds(c: Option<&Credentials>) -> Option<DockerCredentials> {
     c.map(|c| DockerCredentials {
         username: Some(c.username.clone()).filter(|u| !u.is_empty()),
         password: Some(c.password.clone()).filter(|p| !p.is_empty()),

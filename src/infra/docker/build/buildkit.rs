@@ -27,11 +27,13 @@ fn session_id() -> String {
 
 /// Send the context to BuildKit and follow its status stream to the end. As with the classic
 /// builder, the host's proxies go as build args, and a stream silent past the build's idle
-/// limit is `ENGINE_TIMEOUT` naming the step.
+/// limit is `ENGINE_TIMEOUT` naming the step. `auth` holds the credentials the build's session
+/// gives BuildKit for the registries it reads (its caches).
 pub(super) async fn stream(
     engine: &Engine,
     req: &BuildRequest,
     (dockerfile, wheels): (&str, Option<&str>),
+    auth: Option<std::collections::HashMap<String, bollard::auth::DockerCredentials>>,
     primary: &str,
     context: &BuildContext,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
@@ -70,7 +72,8 @@ pub(super) async fn stream(
         opts = opts.cachefrom(&req.cache.from);
     }
     let body = bollard::body_full(bytes::Bytes::from(context.tar.clone()));
-    let mut stream = engine.docker.build_image(opts.build(), None, Some(body));
+    // `auth`: what the session answers when BuildKit asks for a registry's credentials.
+    let mut stream = engine.docker.build_image(opts.build(), auth, Some(body));
     let mut log = BuildLog::default();
     let mut status = Status::default();
     let idle = engine.limits.of(Call::BuildIdle);

@@ -291,7 +291,9 @@ pub async fn build_pulling(
     let mut log = match builder {
         Builder::BuildKit => {
             let df = dockerfile_name.as_str();
-            buildkit::stream(engine, req, (df, wheels), &primary, &context, on_event).await?
+            let auth = cache_credentials(&req.cache.from, creds);
+            let target = (df, wheels);
+            buildkit::stream(engine, req, target, auth, &primary, &context, on_event).await?
         }
         Builder::Legacy(_) => legacy::stream(engine, req, &primary, &context, on_event).await?,
     };
@@ -335,6 +337,32 @@ async fn wheels_arg(
         req.platform.as_deref(),
         own.as_deref(),
     ))
+}
+
+/// The credentials BuildKit's session hands out while the build reads its registry caches
+/// (`cachefrom`), keyed as BuildKit asks for them: Docker Hub as `registry-1.docker.io`, any
+/// other registry by its host. Without them BuildKit reads a private cache anonymously, fails,
+/// and says so only in its own debug log: every layer is built again. `None` when no cache
+/// source has credentials; a credential store that fails leaves that source anonymous, as the
+/// check that kept it did ([`BuildRequest::cache`]).
+fn cache_credentials(
+    sources: &[String],
+    creds: &CredsFor<'_>,
+) -> Option<std::collections::HashMap<String, bollard::auth::DockerCredentials>> {
+    let mut map = std::collections::HashMap::new();
+    for source in sources {
+        let host = crate::core::image_ref::host_of(source);
+        let key = if host == crate::core::image_ref::DOCKER_HUB {
+            "registry-1.docker.io".to_string()
+        } else {
+            host.clone()
+        };
+        let found = creds(&host).ok().flatten();
+        if let Some(c) = super::registry::bollard_creds(found.as_ref()) {
+            map.entry(key).or_insert(c);
+        }
+    }
+    (!map.is_empty()).then_some(map)
 }
 
 async fn pull_base(
@@ -649,6 +677,43 @@ async fn tag_extra(engine: &Engine, image_id: &str, extra: &[String]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_credentials_are_keyed_as_buildkit_asks_for_them() {
+        use crate::infra::registry_auth::Credentials;
+        let creds = |host: &str| -> Result<Option<Credentials>, Failure> {
+            match host {
+                "ghcr.io" | "docker.io" => Ok(Some(Credentials {
+                    username: format!("user-{host}"),
+                    password: "pw".into(),
+                    identity_token: None,
+                    server: host.into(),
+                    origin: "test".into(),
+                })),
+                "broken.example" => Err(Failure::bug("the helper failed")),
+                _ => Ok(None),
+            }
+        };
+        let sources = [
+            "ghcr.io/team/envs:runtime-cache",
+            "ghcr.io/team/envs:install-cache",
+            "team/envs:runtime-cache",
+            "127.0.0.1:5000/team/envs:runtime-cache",
+            "broken.example/team/envs:runtime-cache",
+        ]
+        .map(String::from);
+        let map = cache_credentials(&sources, &creds).expect("two registries have credentials");
+        let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        keys.sort();
+        // Docker Hub under the host BuildKit's resolver asks for; no entry for a registry
+        // without credentials or whose credential store failed.
+        assert_eq!(keys, ["ghcr.io", "registry-1.docker.io"]);
+        assert_eq!(map["ghcr.io"].username.as_deref(), Some("user-ghcr.io"));
+        assert_eq!(map["registry-1.docker.io"].password.as_deref(), Some("pw"));
+        let none = ["127.0.0.1:5000/x:runtime-cache".to_string()];
+        assert!(cache_credentials(&none, &creds).is_none());
+        assert!(cache_credentials(&[], &creds).is_none());
+    }
 
     #[test]
     fn primary_tag_is_content_addressed() {
