@@ -372,6 +372,34 @@ fn refusal(f: envbuild::core::diag::Failure) -> String {
     text
 }
 
+/// `envbuild image SPEC --gpus none --json --push REPO EXTRA...` logged in as a CI job is: the
+/// token server's user with `password` (`ENVBUILD_REGISTRY_USER`/`_PASSWORD`), the verdict
+/// cache at `dirs.0`, `DOCKER_CONFIG` at `dirs.1` (a folder that is not there: no docker
+/// login); the exit code, the JSON document (`null` when none) and stderr.
+fn image_with_login(
+    spec: &std::path::Path,
+    repo: &str,
+    dirs: (&std::path::Path, &std::path::Path),
+    password: &str,
+    extra: &[&str],
+) -> (Option<i32>, serde_json::Value, String) {
+    let out = super::docker::envbuild()
+        .arg("image")
+        .arg(spec)
+        .args(["--gpus", "none", "--json", "--push", repo])
+        .args(extra)
+        .env("ENVBUILD_CACHE_DIR", dirs.0)
+        .env("ENVBUILD_REGISTRY_USER", USER)
+        .env("ENVBUILD_REGISTRY_PASSWORD", password)
+        .env("DOCKER_CONFIG", dirs.1)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (out.status.code(), doc, err)
+}
+
 /// The engine, `openssl`, a token server and a registry that sends clients to it; a skip (a
 /// failure in CI) with the reason when one is missing.
 fn token_start(test: &str) -> Option<(support::Docker, TokenServer, super::push::Registry)> {
@@ -546,22 +574,9 @@ fn image_push_and_its_verdict_go_through_a_token_registry() {
     let n = super::docker::nonce();
     std::fs::write(&spec, support::spec_on_base(&format!("token-{n}"), &base)).unwrap();
     let repo = format!("{}/envbuild-test/token-image-{n}", r.addr);
+    let no_config = dir.path().join("no-docker-config");
     let image = |cache: &std::path::Path, password: &str, extra: &[&str]| {
-        let out = super::docker::envbuild()
-            .arg("image")
-            .arg(&spec)
-            .args(["--gpus", "none", "--json", "--push", &repo])
-            .args(extra)
-            .env("ENVBUILD_CACHE_DIR", cache)
-            .env("ENVBUILD_REGISTRY_USER", USER)
-            .env("ENVBUILD_REGISTRY_PASSWORD", password)
-            .env("DOCKER_CONFIG", dir.path().join("no-docker-config"))
-            .env("CI", "true")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        (out.status.code(), doc, err)
+        image_with_login(&spec, &repo, (cache, &no_config), password, extra)
     };
 
     let cache = tempfile::tempdir().unwrap();
@@ -649,23 +664,16 @@ fn a_registry_cache_behind_a_token_registry_is_read_with_the_login() {
     let path = format!("envbuild-test/token-cache-{n}");
     let repo = format!("{}/{path}", r.addr);
     let cache_ref = format!("{repo}:runtime-cache");
+    let (verdicts, no_config) = (
+        dir.path().join("verdicts"),
+        dir.path().join("no-docker-config"),
+    );
     let image = |name: &str| {
         std::fs::write(&spec, support::spec_on_base(name, &base)).unwrap();
-        let out = super::docker::envbuild()
-            .arg("image")
-            .arg(&spec)
-            .args(["--gpus", "none", "--json", "--verbose", "--update-lock"])
-            .args(["--push", &repo])
-            .env("ENVBUILD_CACHE_DIR", dir.path().join("verdicts"))
-            .env("ENVBUILD_REGISTRY_USER", USER)
-            .env("ENVBUILD_REGISTRY_PASSWORD", PASSWORD)
-            .env("DOCKER_CONFIG", dir.path().join("no-docker-config"))
-            .env("CI", "true")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr).into_owned();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        assert_eq!(out.status.code(), Some(0), "{doc}\n{err}");
+        let extra = ["--verbose", "--update-lock"];
+        let (code, doc, err) =
+            image_with_login(&spec, &repo, (&verdicts, &no_config), PASSWORD, &extra);
+        assert_eq!(code, Some(0), "{doc}\n{err}");
         let local = doc["builds"][0]["tags"][0].as_str().unwrap().to_string();
         let pushed = doc["pushed"][0]["image"].as_str().unwrap().to_string();
         d.remove_image(&local);

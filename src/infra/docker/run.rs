@@ -1,7 +1,7 @@
-//! The smoke-test container's lifecycle: create it (labelled, exec-form command, GPU request,
-//! shared memory, no network), copy the embedded script and expectations in, start it, wait
-//! under a time limit, read its report, and remove it on every path: success, failure,
-//! timeout and interruption. Performs network I/O against the engine.
+//! The smoke-test container's lifecycle: create it (labelled, exec-form command, the engine's
+//! init as PID 1, GPU request, shared memory, no network), copy the embedded script and
+//! expectations in, start it, wait under a time limit, read its report, and remove it on every
+//! path: success, failure, timeout and interruption. Performs network I/O against the engine.
 
 use super::context::{deterministic_tar, TarFile};
 use super::errors::{gpu_refusal, image_not_found, refused};
