@@ -616,11 +616,26 @@ pub async fn build_and_test(
     if let Some(run) = registry_skip(engine, rendered, opts, creds.as_ref(), on_event).await? {
         return Ok(run);
     }
+    // Each host's credentials are looked up once a run: the cache check, the base pull and
+    // BuildKit's session all ask, and a lookup may run a credential helper (a process).
+    let found: std::sync::Mutex<BTreeMap<String, Option<Credentials>>> = Default::default();
     let creds_for = |host: &str| -> Result<Option<Credentials>, Failure> {
-        match (&opts.push, &creds) {
-            (Some(repo), c) if repo.host == host => Ok(c.clone()),
-            _ => crate::infra::registry_auth::for_host(host),
+        if let (Some(repo), c) = (&opts.push, &creds) {
+            if repo.host == host {
+                return Ok(c.clone());
+            }
         }
+        let known = found.lock().ok().and_then(|f| f.get(host).cloned());
+        if let Some(c) = known {
+            return Ok(c);
+        }
+        // A failed lookup is not remembered: the next asker gets the same error, or a helper
+        // that answers now.
+        let c = crate::infra::registry_auth::for_host(host)?;
+        if let Ok(mut f) = found.lock() {
+            f.insert(host.to_string(), c.clone());
+        }
+        Ok(c)
     };
     let (builds, smokes) = build_and_smoke(
         engine,

@@ -18,6 +18,9 @@
 /// Docker Hub's host, as image references imply it and as credentials are filed under.
 pub const DOCKER_HUB: &str = "docker.io";
 
+/// The host that serves Docker Hub's registry API, and that BuildKit asks credentials for.
+pub const DOCKER_HUB_REGISTRY: &str = "registry-1.docker.io";
+
 /// The longest `HOST/PATH` the engine takes (the reference grammar's `NameTotalLengthMax`).
 const MAX_NAME_LEN: usize = 255;
 /// The longest tag the engine takes.

@@ -279,10 +279,9 @@ impl SmokeReport {
 /// report whose `status` disagrees with its checks is refused rather than trusted.
 pub fn parse_output(stdout: &str, stderr: &str, code: Option<i32>) -> Result<SmokeReport, Failure> {
     let tail = stderr_tail(stderr);
-    let report: SmokeReport = match serde_json::from_str(stdout.trim()) {
-        Ok(r) => r,
-        Err(_) if emulator_crash(stderr).is_some() => {
-            let line = emulator_crash(stderr).unwrap_or_default();
+    let report: SmokeReport = match (serde_json::from_str(stdout.trim()), emulator_crash(stderr)) {
+        (Ok(r), _) => r,
+        (Err(_), Some(line)) => {
             return Err(Failure::one(
                 Diagnostic::error(
                     codes::EMULATOR_CRASHED,
@@ -300,7 +299,7 @@ pub fn parse_output(stdout: &str, stderr: &str, code: Option<i32>) -> Result<Smo
                 ),
             ));
         }
-        Err(e) => {
+        (Err(e), None) => {
             let mut d = Diagnostic::error(
                 codes::BAD_OUTPUT,
                 format!(

@@ -210,7 +210,10 @@ impl RegistryApi {
                 true => path.to_string(),
                 false => format!("library/{path}"),
             };
-            ("https://registry-1.docker.io".to_string(), path)
+            (
+                format!("https://{}", crate::core::image_ref::DOCKER_HUB_REGISTRY),
+                path,
+            )
         } else {
             let scheme = if is_loopback(&repo.host) {
                 "http"

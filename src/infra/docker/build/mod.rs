@@ -352,14 +352,16 @@ fn cache_credentials(
     let mut map = std::collections::HashMap::new();
     for source in sources {
         let host = crate::core::image_ref::host_of(source);
-        let key = if host == crate::core::image_ref::DOCKER_HUB {
-            "registry-1.docker.io".to_string()
-        } else {
-            host.clone()
+        let key = match host.as_str() {
+            crate::core::image_ref::DOCKER_HUB => crate::core::image_ref::DOCKER_HUB_REGISTRY,
+            other => other,
         };
+        if map.contains_key(key) {
+            continue;
+        }
         let found = creds(&host).ok().flatten();
         if let Some(c) = super::registry::bollard_creds(found.as_ref()) {
-            map.entry(key).or_insert(c);
+            map.insert(key.to_string(), c);
         }
     }
     (!map.is_empty()).then_some(map)
