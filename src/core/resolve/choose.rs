@@ -571,6 +571,17 @@ fn no_match(u: &Unpinned, table: &Table, w: &Weighed) -> Diagnostic {
         f if f.starts_with("GPU ") => "target.gpus",
         _ => "pytorch",
     };
+    // A closest candidate that fails only the lock itself has the resolver's own refusal: its
+    // reason says why (a platform the source does not build for, ...), and its hint was proven
+    // for that candidate, which these ranges contain.
+    let own = closest
+        .filter(|c| c.failed_at() == Some(3 + w.gpus.len()))
+        .and_then(|c| u.rest.chosen(&c.python, &c.pytorch, c.selector.as_ref()))
+        .and_then(|spec| {
+            // With its proven hints: only this refusal asks, and proofs compute none.
+            let r = super::run(&spec, table, "", true);
+            r.diagnostics.into_iter().find(|d| d.is_error())
+        });
     let message = match closest {
         None => format!(
             "no build satisfies {asked}: the table has no release in these ranges from {}",
@@ -578,16 +589,23 @@ fn no_match(u: &Unpinned, table: &Table, w: &Weighed) -> Diagnostic {
         ),
         Some(c) => {
             let (what, detail) = column(c, w);
+            let why = own
+                .as_ref()
+                .map_or(detail, |d| format!("{}: {}", d.code, d.message));
             format!(
-                "no build satisfies {asked}: {what} binds; the closest, torch {} {} with Python {}, fails it ({detail})",
+                "no build satisfies {asked}: {what} binds; the closest, torch {} {} with Python {}, fails it ({why})",
                 c.pytorch, c.build_name, c.python
             )
         }
     };
     let mut d = super::err(codes::NO_MATCHING_BUILD, field, message);
-    d.hint = Some(reasons::widen_hint(u, table).unwrap_or_else(|| {
-        "widen a range; `envbuild explain SPEC --all` shows every candidate and the constraint it fails".into()
-    }));
+    d.hint = Some(
+        reasons::widen_hint(u, table)
+            .or_else(|| own.and_then(|d| d.hint))
+            .unwrap_or_else(|| {
+                "widen a range; `envbuild explain SPEC --all` shows every candidate and the constraint it fails".into()
+            }),
+    );
     d
 }
 

@@ -1084,3 +1084,23 @@ fn gpus_of_no_common_machine_conflict_without_a_hint_that_cannot_lock() {
     assert!(!r.has_errors(), "{:#?}", r.diagnostics);
     assert_eq!(r.lock.unwrap().fleet.len(), 1);
 }
+
+#[test]
+fn a_range_nothing_locks_carries_the_closest_candidates_own_reason_and_proven_hint() {
+    // The pytorch channel never built for Linux aarch64: every version in the range passes
+    // the table's columns and fails the lock itself. The refusal says why, and its hint (the
+    // closest candidate's, proven) locks the range too.
+    let t = table();
+    let text = spec(
+        "python = \"3.11\"\npytorch = \"*\"\npytorch-cuda = \"12.4\"",
+        "driver = \"580.95.05\"\ngpus = [\"GH200\"]",
+    );
+    let e = parse_spec(&text, Format::Toml, "spec.toml", &t).unwrap_err();
+    let d = &e.diagnostics[0];
+    assert_eq!(d.code, choose::codes::NO_MATCHING_BUILD, "{e}");
+    assert!(d.message.contains("NO_SUCH_VARIANT: "), "{}", d.message);
+    assert!(d.message.contains("aarch64"), "{}", d.message);
+    let hint = d.hint.clone().unwrap();
+    assert!(hint.starts_with("use "), "{hint}");
+    assert_hint_locks(&text, &hint);
+}
