@@ -553,6 +553,52 @@ fn every_test_the_guarantees_cite_exists() {
     assert!(cited >= 80, "only {cited} citations found");
 }
 
+/// docs/security.md, the threat model: its sections are there, and every promise cites tests
+/// that a plain `cargo test` runs (a promise under "Who is trusted" or "The boundaries" is prose).
+#[test]
+fn every_test_the_threat_model_cites_exists() {
+    let text = read("docs/security.md");
+    for heading in [
+        "## Who is trusted",
+        "## The boundaries",
+        "## The checkout",
+        "## Child processes",
+        "## The lock",
+        "## Outputs",
+    ] {
+        assert!(
+            text.contains(&format!("\n{heading}\n")),
+            "docs/security.md lacks {heading}"
+        );
+    }
+    let (mut defined, mut ignored) = (BTreeSet::new(), BTreeSet::new());
+    tests_in(&root().join("tests"), &mut defined, &mut ignored);
+    tests_in(&root().join("src"), &mut defined, &mut ignored);
+    let mut cited = 0;
+    for (section, bullet, names) in promises(&text) {
+        if section == "Who is trusted" || section == "The boundaries" {
+            continue;
+        }
+        assert!(
+            !names.is_empty(),
+            "a promise in docs/security.md ({section}) cites no test: {bullet}"
+        );
+        let missing: Vec<&String> = names
+            .iter()
+            .filter(|n| !defined.contains(*n) || ignored.contains(*n))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/security.md cites what is not a test, or one `cargo test` skips: {missing:?} in: {bullet}"
+        );
+        cited += names.len();
+    }
+    assert!(
+        cited >= 10,
+        "only {cited} citations found in docs/security.md"
+    );
+}
+
 #[test]
 fn the_citation_parser_finds_tests_and_only_tests() {
     assert_eq!(
