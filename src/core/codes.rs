@@ -174,7 +174,7 @@ registry! {
     }
     /// Writing files (`infra::fs`).
     mod fs {
-        OUTPUT_SYMLINK: Error, "An output folder, or a file in it, is a symbolic link.";
+        OUTPUT_SYMLINK: Error, "An output (a folder, a file in it, the lock, `--junit`) is a symbolic link.";
     }
     /// Choosing versions for the spec's ranges (`core::resolve::choose::codes`).
     mod choose {

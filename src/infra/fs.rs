@@ -1,6 +1,7 @@
 //! File helpers: bounded reads and atomic writes. This module performs file I/O.
 
 use crate::core::diag::{shown, Code, Diagnostic, Failure};
+use crate::infra::journal::{Entry, Journals};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -355,14 +356,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), Failure> {
     write_all_atomic(&[(path.to_path_buf(), contents.to_vec())])
 }
 
-/// Temporaries start with this, so a run killed mid-write leaves files that say whose they are;
-/// the next write into the folder removes them (see [`write_all_atomic`]).
-pub const TEMP_PREFIX: &str = ".envbuild-tmp-";
-/// The commit record of a write in progress: present from the moment the staged set is
-/// committed until every staged file has been renamed into place.
-pub const JOURNAL: &str = ".envbuild-journal";
-/// The journal's first line: its format.
-const JOURNAL_HEADER: &str = "envbuild-journal 1";
+pub use crate::infra::journal::TEMP_PREFIX;
 
 /// Where one file goes.
 enum Target {
@@ -373,8 +367,10 @@ enum Target {
     Through(PathBuf),
 }
 
-/// Decide how to write `path`. A symlink is followed (its target is written, the link kept);
-/// a directory, or a link to nothing, is an error.
+/// Decide how to write `path`. A symlink is followed only into the kernel's folders
+/// (`--junit /dev/stdout`); any other is refused (`OUTPUT_SYMLINK`): a link planted where an
+/// output goes (a checkout's `envbuild.lock` pointing at `.git/hooks/pre-commit` or
+/// `~/.bashrc`) would send the output wherever it points. A directory is an error.
 fn target(path: &Path) -> Result<Target, Failure> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -384,7 +380,26 @@ fn target(path: &Path) -> Result<Target, Failure> {
         Ok(m) => m,
     };
     let real = if meta.file_type().is_symlink() {
-        std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?
+        let real = std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?;
+        if !["/dev", "/proc"].iter().any(|s| real.starts_with(s)) {
+            return Err(Failure::one(
+                Diagnostic::error(
+                    OUTPUT_SYMLINK,
+                    format!(
+                        "`{}` is a symbolic link (to `{}`): envbuild does not write its outputs \
+                         through links",
+                        shown(path),
+                        shown(&real)
+                    ),
+                )
+                .with_hint(format!(
+                    "name the file it points to if that is where the output goes, or remove \
+                     the link (envbuild did not make it): `rm {}`",
+                    shown(path)
+                )),
+            ));
+        }
+        real
     } else {
         path.to_path_buf()
     };
@@ -414,8 +429,9 @@ fn target(path: &Path) -> Result<Target, Failure> {
 ///    one else can be writing there while the lock is held).
 /// 2. Every changed file is staged as a temporary in the *root* folder (the deepest folder that
 ///    holds all of them), so that one folder holds the whole stage.
-/// 3. The commit: a journal naming each temporary and its destination is written to a
-///    temporary and renamed to [`JOURNAL`] in the root folder (one atomic rename).
+/// 3. The commit: a journal naming each temporary and its destination is renamed into place
+///    whole in envbuild's own state folder, never in the folder written, so that a checkout
+///    cannot plant one ([`crate::infra::journal`]).
 /// 4. Each temporary is renamed over its destination, then the journal is removed.
 ///
 /// Killed before 3, the next write discards the stage; killed after 3, the next write rolls the
@@ -424,8 +440,13 @@ fn target(path: &Path) -> Result<Target, Failure> {
 /// this call created are removed again when it fails. Like cargo with Cargo.lock, envbuild does
 /// not fsync: surviving power loss is the file system's job.
 pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
+    write_all_journaled(&Journals::from_env(), files)
+}
+
+/// [`write_all_atomic`] with its journals kept in `journals`.
+fn write_all_journaled(journals: &Journals, files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
     let mut created = Vec::new();
-    let result = write_all_in_dirs(files, &mut created);
+    let result = write_all_in_dirs(journals, files, &mut created);
     if result.is_err() {
         // Innermost first; a folder that is not empty (someone else wrote there) stays.
         for dir in created.iter().rev() {
@@ -436,6 +457,7 @@ pub fn write_all_atomic(files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failure> {
 }
 
 fn write_all_in_dirs(
+    journals: &Journals,
     files: &[(PathBuf, Vec<u8>)],
     created: &mut Vec<PathBuf>,
 ) -> Result<(), Failure> {
@@ -460,7 +482,7 @@ fn write_all_in_dirs(
     let mut locks = Vec::with_capacity(dirs.len());
     for dir in &dirs {
         locks.push(lock_dir(dir)?);
-        recover_locked(dir)?;
+        recover_locked(journals, dir)?;
     }
     for (real, contents) in through {
         std::fs::OpenOptions::new()
@@ -474,21 +496,20 @@ fn write_all_in_dirs(
         .filter(|(real, contents)| !std::fs::read(real).is_ok_and(|old| old == **contents))
         .collect();
     if let (Some(root), false) = (root, changed.is_empty()) {
-        commit(&root, &changed)?;
+        commit_with(journals, &root, &changed, &|from, to| {
+            std::fs::rename(from, to)
+        })?;
     }
     drop(locks);
     Ok(())
 }
 
-/// Stage `changed` in `root`, commit the journal, rename into place, remove the journal.
-fn commit(root: &Path, changed: &[(PathBuf, &Vec<u8>)]) -> Result<(), Failure> {
-    commit_with(root, changed, &|from, to| std::fs::rename(from, to))
-}
-
-/// [`commit`] with the rename step given (a test makes one fail). A rename that fails in this
-/// process undoes the renames before it from their backups and removes the journal: a write
-/// that reported a failure leaves the old set, and nothing for a later write to roll forward.
+/// Stage `changed` in `root`, commit the journal, rename into place, remove the journal; with
+/// the rename step given (a test makes one fail). A rename that fails in this process undoes
+/// the renames before it from their backups and removes the journal: a write that reported a
+/// failure leaves the old set, and nothing for a later write to roll forward.
 fn commit_with(
+    journals: &Journals,
     root: &Path,
     changed: &[(PathBuf, &Vec<u8>)],
     rename: &dyn Fn(&Path, &Path) -> std::io::Result<()>,
@@ -498,38 +519,37 @@ fn commit_with(
     for (real, contents) in changed {
         staged.push((stage(root, real, contents)?, real.clone()));
     }
-    let mut journal = String::from(JOURNAL_HEADER);
-    for (tmp, real) in &staged {
-        journal.push('\n');
-        journal.push_str(&journal_entry(root, tmp.path(), real)?);
-    }
-    journal.push('\n');
-    let mut record = tempfile::Builder::new()
-        .prefix(&format!("{TEMP_PREFIX}journal-"))
-        .tempfile_in(root)
-        .map_err(|e| Failure::io(root, &e))?;
-    record
-        .write_all(journal.as_bytes())
-        .map_err(|e| Failure::io(root, &e))?;
     // The old files, kept (hard links: no copy) until the set is in place, for the undo.
     let backups = backups(root, changed)?;
     // The staged temporaries must outlive this process from the commit on: keep them first (a
     // kill before the commit leaves them for the next write to remove).
     let mut renames = Vec::with_capacity(staged.len());
+    let mut entries = Vec::with_capacity(staged.len());
     for (tmp, real) in staged {
+        let ino = tmp
+            .as_file()
+            .metadata()
+            .map_err(|e| Failure::io(&real, &e))?;
         let path = tmp
             .into_temp_path()
             .keep()
             .map_err(|e| Failure::io(&real, &e.error))?;
+        entries.push(Entry {
+            tmp: path.clone(),
+            real: real.clone(),
+            ino: std::os::unix::fs::MetadataExt::ino(&ino),
+        });
         renames.push((path, real));
     }
-    let journal_path = root.join(JOURNAL);
-    if let Err(e) = record.persist(&journal_path) {
-        for (tmp, _) in &renames {
-            let _ = std::fs::remove_file(tmp);
+    let journal = match journals.commit(root, &entries) {
+        Ok(j) => j,
+        Err(e) => {
+            for (tmp, _) in &renames {
+                let _ = std::fs::remove_file(tmp);
+            }
+            return Err(e);
         }
-        return Err(Failure::io(&journal_path, &e.error));
-    }
+    };
     // Committed: from here on the set is written, now or by the next write's recovery.
     for (i, (tmp, real)) in renames.iter().enumerate() {
         if let Err(e) = rename(tmp, real) {
@@ -537,11 +557,13 @@ fn commit_with(
             for (tmp, _) in &renames[i..] {
                 let _ = std::fs::remove_file(tmp);
             }
-            let _ = std::fs::remove_file(&journal_path);
+            if let Some(j) = &journal {
+                let _ = Journals::remove(j);
+            }
             return Err(Failure::io(real, &e));
         }
     }
-    std::fs::remove_file(&journal_path).map_err(|e| Failure::io(&journal_path, &e))
+    journal.as_deref().map_or(Ok(()), Journals::remove)
 }
 
 /// A hard link in `root` to each destination of `changed` that exists, by destination (a
@@ -611,115 +633,22 @@ fn same_file_system<'a>(_: &Path, _: impl Iterator<Item = &'a Path>) -> Result<(
     Ok(())
 }
 
-/// Finish or discard what a killed write left in `dir` (whose lock the caller holds): a
-/// committed journal is rolled forward (each temporary still there is renamed to its
-/// destination; one already renamed is gone), then every temporary is removed. Returns whether
-/// a journal was rolled forward.
-fn recover_locked(dir: &Path) -> Result<bool, Failure> {
-    let journal_path = dir.join(JOURNAL);
-    let rolled = match std::fs::read_to_string(&journal_path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Failure::io(&journal_path, &e)),
-        Ok(text) => {
-            let mut lines = text.lines();
-            // A journal is renamed into place whole: one in another format is not envbuild's
-            // (or a newer one's), and is left alone with a clear error.
-            if lines.next() != Some(JOURNAL_HEADER) || !text.ends_with('\n') {
-                return Err(Failure::one(
-                    Diagnostic::error(
-                        crate::core::diag::codes::IO_ERROR,
-                        format!(
-                            "`{}` is not a journal this envbuild can finish",
-                            shown(&journal_path)
-                        ),
-                    )
-                    .with_hint(
-                        "an interrupted write left it; remove it and the `.envbuild-tmp-*` files \
-                         beside it, then write again",
-                    ),
-                ));
-            }
-            for line in lines {
-                let (tmp, real) = parse_entry(dir, line).ok_or_else(|| {
-                    Failure::io(
-                        &journal_path,
-                        &std::io::Error::new(std::io::ErrorKind::InvalidData, "bad journal entry"),
-                    )
-                })?;
-                // A folder removed since the kill is made again: the set is finished whole.
-                if tmp.exists() {
-                    let _ = std::fs::create_dir_all(parent_of(&real));
-                }
-                match std::fs::rename(&tmp, &real) {
-                    Ok(()) => {}
-                    // Renamed before the kill.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound && !tmp.exists() => {}
-                    Err(e) => return Err(Failure::io(&real, &e)),
-                }
-            }
-            std::fs::remove_file(&journal_path).map_err(|e| Failure::io(&journal_path, &e))?;
-            true
-        }
-    };
+/// Finish or discard what a killed write left in `dir` (whose lock the caller holds): its
+/// committed journal, kept in envbuild's state folder, is rolled forward (each temporary still
+/// there is renamed to its destination; one already renamed is gone), then every temporary is
+/// removed. Returns whether a journal was rolled forward. A `.envbuild-journal` file in the
+/// folder itself (where envbuild 0.x kept them) is never read: a checkout could plant one.
+fn recover_locked(journals: &Journals, dir: &Path) -> Result<bool, Failure> {
+    let rolled = journals.finish(dir);
     remove_temps(dir);
-    Ok(rolled)
+    rolled
 }
 
 /// Recover `dir` as the next write into it would: lock it, roll a committed write forward,
 /// discard an uncommitted stage and every temporary. Returns whether a write was rolled forward.
 pub fn recover(dir: &Path) -> Result<bool, Failure> {
     let _lock = lock_dir(dir)?;
-    recover_locked(dir)
-}
-
-/// One journal line: the temporary and the destination, relative to the root folder, each as
-/// the hex of its bytes (any byte may be in a file name).
-fn journal_entry(root: &Path, tmp: &Path, real: &Path) -> Result<String, Failure> {
-    let rel = |p: &Path| {
-        p.strip_prefix(root)
-            .map(|r| hex_of(r.as_os_str()))
-            .map_err(|_| {
-                Failure::io(
-                    p,
-                    &std::io::Error::other("outside the folder of the journal"),
-                )
-            })
-    };
-    Ok(format!("{} {}", rel(tmp)?, rel(real)?))
-}
-
-fn parse_entry(root: &Path, line: &str) -> Option<(PathBuf, PathBuf)> {
-    let (tmp, real) = line.split_once(' ')?;
-    let (tmp, real) = (unhex(tmp)?, unhex(real)?);
-    // Only paths below the root, without `..`: a journal cannot move files elsewhere.
-    let safe = |p: &Path| {
-        p.components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
-            && !p.as_os_str().is_empty()
-    };
-    (safe(&tmp) && safe(&real)).then(|| (root.join(tmp), root.join(real)))
-}
-
-fn hex_of(s: &std::ffi::OsStr) -> String {
-    s.as_encoded_bytes()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn unhex(s: &str) -> Option<PathBuf> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect();
-    #[cfg(unix)]
-    let name: std::ffi::OsString = std::os::unix::ffi::OsStringExt::from_vec(bytes?);
-    #[cfg(not(unix))]
-    let name = String::from_utf8(bytes?).ok()?;
-    Some(PathBuf::from(name))
+    recover_locked(&Journals::from_env(), dir)
 }
 
 /// `path` made absolute against the current directory (its folder exists: it was created).
@@ -987,23 +916,28 @@ mod tests {
     }
 
     #[test]
-    fn devices_are_written_through_links_followed_and_folders_refused() {
+    fn devices_are_written_through_links_refused_and_folders_refused() {
         use std::os::unix::fs::FileTypeExt;
         write_atomic(Path::new("/dev/null"), b"<xml/>").unwrap();
         let meta = std::fs::metadata("/dev/null").unwrap();
         assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
 
+        // A link into /dev is followed; any other is refused and its target left alone.
         let dir = tempfile::tempdir().unwrap();
+        let to_null = dir.path().join("null.xml");
+        std::os::unix::fs::symlink("/dev/null", &to_null).unwrap();
+        write_atomic(&to_null, b"<xml/>").unwrap();
         let real = dir.path().join("real.xml");
         std::fs::write(&real, "old").unwrap();
         let link = dir.path().join("report.xml");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        write_atomic(&link, b"new").unwrap();
+        let err = write_atomic(&link, b"new").unwrap_err();
+        assert_eq!(err.diagnostics[0].code, OUTPUT_SYMLINK, "{err}");
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()
             .file_type()
             .is_symlink());
-        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        assert_eq!(std::fs::read(&real).unwrap(), b"old");
 
         let err = write_atomic(dir.path(), b"x").unwrap_err();
         assert!(err.to_string().contains("is a directory"), "{err}");
@@ -1030,56 +964,73 @@ mod tests {
         assert!(!dir.path().join("new").exists(), "a created folder stays");
     }
 
-    /// A kill -9 after the commit: the journal names two staged files, one already renamed.
+    /// Journals kept in a state folder of the test's own.
+    fn journals() -> (tempfile::TempDir, Journals) {
+        let state = tempfile::tempdir().unwrap();
+        let j = Journals::at(state.path().join("journals"));
+        (state, j)
+    }
+
+    /// The journals left in the test's state folder.
+    fn journals_left(state: &tempfile::TempDir) -> usize {
+        std::fs::read_dir(state.path().join("journals")).map_or(0, |d| d.count())
+    }
+
+    /// A staged temporary in `root` with `contents`, and its journal entry for `real`.
+    fn staged(root: &Path, tmp: &str, real: &Path, contents: &str) -> Entry {
+        let tmp = root.join(format!("{TEMP_PREFIX}{tmp}"));
+        std::fs::write(&tmp, contents).unwrap();
+        let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&tmp).unwrap());
+        Entry {
+            tmp,
+            real: real.to_path_buf(),
+            ino,
+        }
+    }
+
+    /// A kill -9 after the commit: the journal names three staged files, one already renamed.
     /// The next write into the folder finishes the set; an uncommitted stage is discarded.
     #[test]
     fn a_committed_journal_is_rolled_forward_and_an_uncommitted_stage_discarded() {
+        let (state, journals) = journals();
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir(root.join("run")).unwrap();
         let (a, b) = (root.join("Dockerfile"), root.join("run/pod.yaml"));
-        std::fs::write(&a, "new").unwrap(); // renamed before the kill
+        let ea = staged(&root, "Dockerfile-1", &a, "new");
         std::fs::write(&b, "old").unwrap();
-        let (ta, tb) = (
-            root.join(format!("{TEMP_PREFIX}Dockerfile-1")),
-            root.join(format!("{TEMP_PREFIX}pod.yaml-2")),
-        );
-        std::fs::write(&tb, "new").unwrap();
+        let eb = staged(&root, "pod.yaml-2", &b, "new");
         // A destination whose folder was removed after the kill.
-        let (c, tc) = (
-            root.join("gone/compose.yaml"),
-            root.join(format!("{TEMP_PREFIX}compose.yaml-3")),
-        );
-        std::fs::write(&tc, "new").unwrap();
-        let journal = format!(
-            "{JOURNAL_HEADER}\n{}\n{}\n{}\n",
-            journal_entry(&root, &ta, &a).unwrap(),
-            journal_entry(&root, &tb, &b).unwrap(),
-            journal_entry(&root, &tc, &c).unwrap()
-        );
-        std::fs::write(root.join(JOURNAL), journal).unwrap();
-        // Any write into the folder recovers it first (here one of another file).
-        write_atomic(&root.join("envbuild.lock"), b"lock").unwrap();
+        let c = root.join("gone/compose.yaml");
+        let ec = staged(&root, "compose.yaml-3", &c, "new");
+        journals
+            .commit(&root, &[ea.clone(), eb.clone(), ec.clone()])
+            .unwrap();
+        std::fs::rename(&ea.tmp, &a).unwrap(); // renamed before the kill
+                                               // Any write into the folder recovers it first (here one of another file).
+        write_all_journaled(&journals, &[(root.join("envbuild.lock"), b"lock".to_vec())]).unwrap();
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "new");
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "new");
         assert_eq!(std::fs::read_to_string(&c).unwrap(), "new");
-        assert!(!root.join(JOURNAL).exists() && !tb.exists() && !tc.exists());
+        assert!(journals_left(&state) == 0 && !eb.tmp.exists() && !ec.tmp.exists());
 
         // Killed before the commit: staged files but no journal. They are discarded.
-        let staged = root.join(format!("{TEMP_PREFIX}pod.yaml-4"));
-        std::fs::write(&staged, "newer").unwrap();
-        assert!(!recover(&root).unwrap(), "nothing to roll forward");
-        assert!(!staged.exists());
+        let later = staged(&root, "pod.yaml-4", &b, "newer");
+        let _lock = lock_dir(&root).unwrap();
+        assert!(
+            !recover_locked(&journals, &root).unwrap(),
+            "nothing to roll forward"
+        );
+        assert!(!later.tmp.exists());
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "new");
     }
 
-    /// A journal is envbuild's own file, but one planted in a folder must not move files out of
-    /// it, and one in an unknown format is left alone with an error, not guessed at.
     /// A rename that fails after the commit (a destination that became a folder, a full
     /// disk's metadata, a mount point) undoes the renames before it and leaves no journal: a
     /// write reported as failed is never rolled forward by the next write (it was before).
     #[test]
     fn a_write_that_failed_after_its_commit_leaves_the_old_set_and_no_journal() {
+        let (state, journals) = journals();
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let (a, b) = (root.join("a.txt"), root.join("b.txt"));
@@ -1096,13 +1047,13 @@ mod tests {
                 std::fs::rename(from, to)
             }
         };
-        let e = commit_with(&root, &changed, &failing).unwrap_err();
+        let e = commit_with(&journals, &root, &changed, &failing).unwrap_err();
         assert!(e.to_string().contains("injected"), "{e}");
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
         assert!(!b.exists());
-        assert!(!root.join(JOURNAL).exists(), "a journal was left");
+        assert_eq!(journals_left(&state), 0, "a journal was left");
         assert!(
-            !recover(&root).unwrap(),
+            !recover_locked(&journals, &root).unwrap(),
             "the next write rolled something forward"
         );
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
@@ -1114,26 +1065,41 @@ mod tests {
         assert_eq!(left, ["a.txt"]);
     }
 
+    /// A journal planted in the folder written (a checkout's `.envbuild-journal`, in the format
+    /// envbuild once kept there, naming a file out of the folder and one through a link) is
+    /// never read: the write goes on, nothing it names moves, and the file itself is left.
     #[test]
-    fn a_journal_cannot_move_files_out_of_its_folder() {
+    fn a_journal_planted_in_the_folder_is_never_read() {
+        let (_state, journals) = journals();
         let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir(root.join("out")).unwrap();
         std::fs::write(root.join("victim"), "mine").unwrap();
         std::fs::write(root.join("out/x"), "planted").unwrap();
-        let hex = |s: &str| hex_of(std::ffi::OsStr::new(s));
-        let journal = format!("{JOURNAL_HEADER}\n{} {}\n", hex("x"), hex("../victim"));
-        std::fs::write(root.join("out").join(JOURNAL), journal).unwrap();
-        assert!(recover(&root.join("out")).is_err());
+        std::os::unix::fs::symlink(outside.path(), root.join("out/hooks")).unwrap();
+        let hex = |s: &str| crate::core::hash::hex(s.as_bytes());
+        let planted = format!(
+            "envbuild-journal 1\n{} {}\n{} {}\n",
+            hex("x"),
+            hex("hooks/pre-commit"),
+            hex("x"),
+            hex("../victim")
+        );
+        let journal = root.join("out/.envbuild-journal");
+        std::fs::write(&journal, &planted).unwrap();
+        write_all_journaled(&journals, &[(root.join("out/f"), b"x".to_vec())]).unwrap();
         assert_eq!(
             std::fs::read_to_string(root.join("victim")).unwrap(),
             "mine"
         );
-
-        std::fs::write(root.join("out").join(JOURNAL), "something else\n").unwrap();
-        let err = write_atomic(&root.join("out/f"), b"x").unwrap_err();
-        assert!(err.to_string().contains("not a journal"), "{err}");
-        assert!(!root.join("out/f").exists());
+        assert_eq!(
+            std::fs::read_to_string(root.join("out/x")).unwrap(),
+            "planted"
+        );
+        assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+        assert_eq!(std::fs::read_to_string(&journal).unwrap(), planted);
+        assert_eq!(std::fs::read_to_string(root.join("out/f")).unwrap(), "x");
     }
 
     #[test]

@@ -17,7 +17,6 @@ use crate::core::host::{
 use crate::core::version::Version;
 use crate::infra::proc::{self, RunError};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 /// Where to look. [`ProbeConfig::from_env`] reads the documented environment variables; tests
@@ -280,7 +279,7 @@ fn probe_real(cfg: &ProbeConfig, table: &Table) -> Found {
 }
 
 fn run_smi(smi: &str, args: &[&str], timeout: Duration) -> Result<String, String> {
-    let mut cmd = Command::new(smi);
+    let mut cmd = proc::command(smi);
     cmd.args(args);
     match proc::run_with_timeout(cmd, timeout) {
         Ok(out) if out.code == Some(0) => Ok(out.stdout),

@@ -7,6 +7,7 @@ pub mod conda_solve;
 pub mod docker;
 pub mod fs;
 pub mod host;
+pub mod journal;
 pub mod network;
 pub mod proc;
 pub mod python;

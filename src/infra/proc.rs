@@ -1,5 +1,6 @@
 //! Run a child process with a time limit and capture its output. This module performs process
-//! I/O; it is used by `smoke` (the Python interpreter) and `host` (`nvidia-smi`).
+//! I/O; every child envbuild runs (uv, Python, `nvidia-smi`, credential helpers) is made by
+//! [`command`] and run here, from an empty working folder of its own.
 //!
 //! The child runs in its own process group, so that at the limit the whole group is killed: a
 //! grandchild that holds the output pipes would otherwise keep the readers (and envbuild)
@@ -99,9 +100,12 @@ fn stop_for_signal(
     pgid: i32,
     guard: forward::Guard,
     signal: i32,
+    workdir: Option<tempfile::TempDir>,
 ) -> RunError {
     kill_group(pgid);
     let _ = child.wait();
+    // Removed before the signal is raised again, which may end envbuild without unwinding.
+    drop(workdir);
     drop(guard);
     forward::raise(signal);
     RunError::Wait(std::io::Error::new(
@@ -122,7 +126,58 @@ pub fn run_with_input(cmd: Command, input: &[u8], limit: Duration) -> Result<Out
     run_fed(cmd, Some(input), limit)
 }
 
+/// `name` as a program to run: a path (it holds a `/`) made absolute against envbuild's
+/// folder, a plain name looked up in the absolute folders of `PATH` only. A relative `PATH`
+/// entry (`.`, an empty one, `bin`) is skipped, as Go's `exec.LookPath` does: it would find a
+/// program planted in the checkout envbuild runs in. `None` when there is none.
+pub fn find_program(name: &std::ffi::OsStr) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::path::Path::new(name);
+    if name.as_encoded_bytes().contains(&b'/') {
+        return Some(if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().ok()?.join(path)
+        });
+    }
+    if name.is_empty() {
+        return None;
+    }
+    let dirs = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&dirs)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// A `Command` for `name`, found by [`find_program`]; one that is not found fails to spawn with
+/// `NotFound`, like a missing program, instead of being searched for where a checkout could
+/// plant it. Every child process envbuild runs is made here.
+pub fn command(name: impl AsRef<std::ffi::OsStr>) -> Command {
+    match find_program(name.as_ref()) {
+        Some(p) => Command::new(p),
+        // A path that cannot exist: the spawn fails as "not found", naming nothing planted.
+        None => Command::new("/nonexistent/envbuild-program-not-found"),
+    }
+}
+
 fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Output, RunError> {
+    // Every child starts in an empty folder of its own unless its caller chose one: a program
+    // that reads its working folder (Python puts it first on `sys.path` for `-c`, tools read
+    // their config from it) never sees the checkout envbuild was started in.
+    let workdir = match cmd.get_current_dir() {
+        Some(_) => None,
+        None => {
+            let d = tempfile::Builder::new()
+                .prefix("envbuild-child-")
+                .tempdir()
+                .map_err(RunError::Spawn)?;
+            cmd.current_dir(d.path());
+            Some(d)
+        }
+    };
     cmd.stdin(if input.is_some() {
         Stdio::piped()
     } else {
@@ -145,7 +200,7 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
     let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(signal) = forward::take() {
-            return Err(stop_for_signal(&mut child, pgid, guard, signal));
+            return Err(stop_for_signal(&mut child, pgid, guard, signal, workdir));
         }
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -166,7 +221,7 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
     // The child is gone; what it started may still hold the pipes open until the deadline.
     while status.is_some() && !(out.done() && err.done()) {
         if let Some(signal) = forward::take() {
-            return Err(stop_for_signal(&mut child, pgid, guard, signal));
+            return Err(stop_for_signal(&mut child, pgid, guard, signal, workdir));
         }
         if Instant::now() >= deadline {
             kill_group(pgid);
@@ -175,6 +230,7 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
         thread::sleep(POLL);
     }
     drop(guard);
+    drop(workdir);
     // A signal caught after the last look is not lost: it meets envbuild's own disposition.
     if let Some(signal) = forward::take() {
         forward::raise(signal);

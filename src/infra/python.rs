@@ -8,7 +8,6 @@ use crate::core::smoke::{
 };
 use crate::infra::proc::{self, RunError};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Run the embedded script with `python` against `expectations`, killing it after `timeout`.
@@ -24,8 +23,12 @@ pub fn run_script(
     let expect = dir.path().join("expect.json");
     std::fs::write(&script, SCRIPT).map_err(|e| Failure::io(&script, &e))?;
     std::fs::write(&expect, expectations.to_json()).map_err(|e| Failure::io(&expect, &e))?;
-    let mut cmd = Command::new(python);
-    cmd.arg(&script)
+    // From the script's own folder (not the checkout envbuild runs in), so nothing there is
+    // imported; the environment is the user's: the interpreter is the one under test, with its
+    // PYTHONPATH and user site-packages as the user configured them.
+    let mut cmd = proc::command(python);
+    cmd.current_dir(dir.path())
+        .arg(&script)
         .arg("--expect")
         .arg(&expect)
         .arg("--mode")

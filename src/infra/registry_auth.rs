@@ -172,7 +172,7 @@ fn helper_get(name: &str, server: &str) -> Result<Option<Credentials>, Failure> 
             "fix `credsStore`/`credHelpers` in the docker config",
         ));
     }
-    run_helper(std::process::Command::new(&program), &program, server)
+    run_helper(crate::infra::proc::command(&program), &program, server)
 }
 
 /// Run a credential helper (`cmd`, shown as `program`) for `server`.

@@ -10,7 +10,6 @@ use crate::core::diag::{Diagnostic, Failure};
 use crate::core::lock::ClosurePkg;
 use crate::infra::proc::{self, RunError};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// Writes stand-in wheels for distributions that are installed already (by conda): name and
@@ -80,10 +79,8 @@ pub fn find() -> Result<PathBuf, Failure> {
             )))
         };
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("uv"))
-        .find(|p| is_executable(p))
+    // Only PATH's absolute folders: a relative entry would find a `uv` planted in the checkout.
+    proc::find_program(std::ffi::OsStr::new("uv"))
         .ok_or_else(|| missing("uv is not on PATH and ENVBUILD_UV is not set".to_string()))
 }
 
@@ -94,7 +91,7 @@ fn is_executable(p: &Path) -> bool {
 
 /// `uv 0.13.9`: what `uv --version` says, without its build details.
 pub fn version(uv: &Path) -> Result<String, Failure> {
-    let mut cmd = Command::new(uv);
+    let mut cmd = proc::command(uv);
     cmd.arg("--version").env_clear();
     match proc::run_with_timeout(cmd, Duration::from_secs(30)) {
         Ok(out) if out.code == Some(0) => {
@@ -239,7 +236,7 @@ pub fn resolve(
     if let Some(py) = interpreter() {
         extra.extend(["--python".to_string(), py]);
     }
-    let mut cmd = Command::new(uv);
+    let mut cmd = proc::command(uv);
     cmd.args(uv_args(inputs, &reqs, &out))
         .args(extra)
         .current_dir(dir.path())
@@ -259,7 +256,7 @@ pub fn resolve(
 }
 
 /// Run one `uv pip compile`; its failure as a diagnostic with the end of uv's message.
-fn run_uv(cmd: Command, uv: &Path) -> Result<(), Failure> {
+fn run_uv(cmd: std::process::Command, uv: &Path) -> Result<(), Failure> {
     match proc::run_with_timeout(cmd, TIMEOUT) {
         Ok(out) if out.code == Some(0) => Ok(()),
         Ok(out) => {
@@ -305,12 +302,19 @@ fn stand_ins(
     std::fs::create_dir(&out).map_err(|e| Failure::io(&out, &e))?;
     let list = serde_json::to_string(installed).unwrap_or_default();
     let python = interpreter().unwrap_or_else(|| "python3".to_string());
-    let mut cmd = Command::new(&python);
-    cmd.arg("-c")
+    let mut cmd = proc::command(&python);
+    // `-I`: isolated (no working folder or script folder on `sys.path`, no `PYTHON*`
+    // variables, no user site-packages), from the resolution's own folder, with nothing of the
+    // user's environment but `PATH`: the stub writer runs the standard library alone.
+    cmd.arg("-I")
+        .arg("-c")
         .arg(STUBS)
         .arg(&out)
         .arg(inputs.stand_in_tag())
-        .arg(list);
+        .arg(list)
+        .current_dir(dir)
+        .env_clear()
+        .envs(std::env::var_os("PATH").map(|p| ("PATH", p)));
     match proc::run_with_timeout(cmd, Duration::from_secs(60)) {
         Ok(o) if o.code == Some(0) => Ok(out.to_string_lossy().into_owned()),
         Ok(o) => Err(failed(format!(

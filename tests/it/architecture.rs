@@ -725,3 +725,30 @@ fn violations_planted_in_a_copy_of_src_are_found() {
         ]
     );
 }
+
+/// Every child process is made by `infra::proc::command` and run by `infra::proc`: from an
+/// empty working folder, found on `PATH`'s absolute folders only (docs/security.md, "Child
+/// processes"). A `Command::new` elsewhere outside test modules would start a program from the
+/// checkout's folder, or find one planted there.
+#[test]
+fn every_child_process_is_made_by_the_one_constructor() {
+    let mut elsewhere = Vec::new();
+    for (file, text) in source_tree() {
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, line) in code.lines().enumerate() {
+            let spawns = ["Command::new(", ".spawn()", ".output()", ".status()"]
+                .iter()
+                .any(|p| {
+                    line.contains(p) && (p.starts_with("Command") || line.contains("Command"))
+                });
+            if spawns && !line.trim_start().starts_with("//") && file != "infra/proc.rs" {
+                elsewhere.push(format!("src/{file}:{}: {}", i + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        elsewhere.is_empty(),
+        "make child processes with infra::proc::command:\n{}",
+        elsewhere.join("\n")
+    );
+}

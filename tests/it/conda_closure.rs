@@ -518,7 +518,7 @@ fn a_conda_package_without_an_md5_is_refused_by_name() {
 /// build, and `numpy-like` 1.0.5 (a Python package pip's torch also needs, in a release the
 /// index does not have); the PyPI side is the made-up wheel index of the pip closure tests, plus
 /// PyPI's own `faiss-like`, whose metadata needs a wheel conda's build does not.
-const FORGE_EXTRAS: &str = r#"[
+pub(crate) const FORGE_EXTRAS: &str = r#"[
 {"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cuda_h0_0","build_number":1,"depends":["__cuda >=12","python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
@@ -529,7 +529,7 @@ const FORGE_EXTRAS: &str = r#"[
 ]"#;
 
 /// A PyPI-torch spec with conda extras (a conda environment whose pip part holds torch).
-fn pip_in_conda_spec(index: &Path, platform: &str, target: &str) -> String {
+pub(crate) fn pip_in_conda_spec(index: &Path, platform: &str, target: &str) -> String {
     format!(
         "name = \"pc\"\npython = \"3.13\"\npytorch = \"2.14.1\"\ntorchvision = false\n\
          torchaudio = false\nchannels = [\"conda-forge\"]\n\
