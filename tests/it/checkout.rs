@@ -195,3 +195,158 @@ fn the_smoke_test_imports_nothing_from_the_folder_it_is_run_in() {
         fs::read_to_string(&marker).unwrap_or_default()
     );
 }
+
+/// Every file under `dir` (links as `-> target`), with its bytes, but what `skip` names.
+fn tree(dir: &Path, skip: &[&str]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            if skip
+                .iter()
+                .any(|s| rel == *s || rel.starts_with(&format!("{s}/")))
+            {
+                continue;
+            }
+            let t = e.file_type().unwrap();
+            if t.is_symlink() {
+                let to = fs::read_link(&p).unwrap();
+                out.insert(rel, format!("-> {}", to.display()).into_bytes());
+            } else if t.is_dir() {
+                todo.push(p);
+            } else {
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// A listener that counts every connection made to it: the decoy index, and the proxy every
+/// request would have to go through.
+fn decoy() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = hits.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    (url, hits)
+}
+
+/// The promise as a whole (docs/security.md): `lock`, `lock --locked` and `render` (of the lock
+/// and of the spec) on a checkout that plants code (standard-library modules, a `uv` on a
+/// relative `PATH` entry), resolver configuration naming another index (`uv.toml`,
+/// `pyproject.toml`, `pip.conf`, `.netrc`), a recovery journal, links out of the project and
+/// links named like envbuild's temporaries: no planted code runs, nothing outside the project
+/// changes (but envbuild's own state and cache folders), in the project only the named outputs
+/// change (and envbuild's temporaries go), and no host is reached (every request would pass the
+/// counting proxy; the decoy index counts too).
+#[test]
+fn a_hostile_checkout_runs_nothing_writes_nowhere_and_reaches_no_other_host() {
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    let work = tempdir();
+    let outside = tempdir();
+    let (decoy_url, hits) = decoy();
+    let marker = outside.path().join("ran");
+    plant_code(work.path(), &marker);
+    write(
+        work.path(),
+        "envbuild.toml",
+        &crate::support::closure::closure_spec("hostile", "3.13", "2.28", idx.path(), ""),
+    );
+    let index = format!("{decoy_url}/simple");
+    write(
+        work.path(),
+        "uv.toml",
+        &format!("index-url = \"{index}\"\n"),
+    );
+    write(
+        work.path(),
+        "pyproject.toml",
+        &format!("[project]\nname = \"p\"\nversion = \"1\"\n[tool.uv]\nindex-url = \"{index}\"\n"),
+    );
+    write(
+        work.path(),
+        "pip.conf",
+        &format!("[global]\nindex-url = {index}\n"),
+    );
+    write(
+        work.path(),
+        ".netrc",
+        "machine 127.0.0.1 login x password y\n",
+    );
+    let hooks = outside.path().join("hooks");
+    fs::create_dir(&hooks).unwrap();
+    fs::write(outside.path().join("bashrc"), "mine").unwrap();
+    std::os::unix::fs::symlink(&hooks, work.path().join("hooks")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("bashrc"),
+        work.path().join(".envbuild-tmp-bashrc"),
+    )
+    .unwrap();
+    write(work.path(), ".envbuild-tmp-x", "#!/bin/sh\necho owned\n");
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    write(
+        work.path(),
+        ".envbuild-journal",
+        &format!(
+            "envbuild-journal 1\n{} {}\n",
+            hex(".envbuild-tmp-x"),
+            hex("hooks/pre-commit")
+        ),
+    );
+    let before_outside = tree(outside.path(), &["state", "cache"]);
+    let before_project = tree(work.path(), &[]);
+    let path = format!(".::{}", std::env::var("PATH").unwrap_or_default());
+    let run = |args: &[&str]| {
+        let out = envbuild()
+            .current_dir(work.path())
+            .env("PATH", &path)
+            .env("XDG_STATE_HOME", outside.path().join("state"))
+            .env("ENVBUILD_CACHE_DIR", outside.path().join("cache"))
+            .env("HTTP_PROXY", &decoy_url)
+            .env("HTTPS_PROXY", &decoy_url)
+            .env("ALL_PROXY", &decoy_url)
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+    };
+    run(&["lock", "envbuild.toml"]);
+    run(&["lock", "envbuild.toml", "--locked"]);
+    run(&["render", "envbuild.lock", "--out", "out"]);
+    run(&["render", "envbuild.toml", "--out", "out2"]);
+
+    assert!(
+        !marker.exists(),
+        "planted code ran: {}",
+        fs::read_to_string(&marker).unwrap_or_default()
+    );
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a host was reached"
+    );
+    assert_eq!(tree(outside.path(), &["state", "cache"]), before_outside);
+    let mut after = tree(work.path(), &["out", "out2"]);
+    assert!(after.remove("envbuild.lock").is_some());
+    let mut expected = before_project;
+    // envbuild's temporaries (what a killed run would have left) are removed, links as links.
+    expected.retain(|k, _| !k.starts_with(".envbuild-tmp-"));
+    assert_eq!(
+        after, expected,
+        "the project changed beyond the named outputs"
+    );
+    assert!(work.path().join("out/Dockerfile").is_file());
+    assert!(work.path().join("out2/Dockerfile").is_file());
+}
