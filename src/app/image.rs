@@ -421,6 +421,14 @@ pub fn add_ca_bundle(
     else {
         return Ok(None);
     };
+    if lock.image.ca_bundle.is_some() {
+        // The spec's (the checkout's) bundle must really lie in the project: no link out.
+        crate::infra::fs::inside_project(
+            spec_dir,
+            &path,
+            crate::infra::docker::codes::CA_BUNDLE_INVALID,
+        )?;
+    }
     let bytes = crate::infra::network::read_ca_bundle(&origin, &path)?;
     rendered.files.insert(slot.to_string(), bytes);
     Ok(Some(format!(

@@ -258,6 +258,32 @@ pub fn project_wheels(project: &Path, rel: &str) -> Result<Vec<(String, Vec<u8>)
     Ok(wheels)
 }
 
+/// Refuse (`code`) a `path` named by the spec whose real path (every link on the way
+/// resolved) does not lie strictly inside the project's (`project`, the spec's folder): a link
+/// planted in the checkout must not make envbuild read a file elsewhere on the machine.
+pub fn inside_project(project: &Path, path: &Path, code: Code) -> Result<(), Failure> {
+    let project_real = std::fs::canonicalize(project).map_err(|e| Failure::io(project, &e))?;
+    let real = std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?;
+    if real != project_real && real.starts_with(&project_real) {
+        return Ok(());
+    }
+    Err(Failure::one(
+        Diagnostic::error(
+            code,
+            format!(
+                "`{}` leads out of the project (to `{}`)",
+                shown(path),
+                shown(&real)
+            ),
+        )
+        .with_hint(format!(
+            "name a file inside the project (`{}`); the machine's own files are named by its \
+             environment, not by the spec",
+            shown(project)
+        )),
+    ))
+}
+
 /// Read a file listed as a regular file, making sure the file opened is that same file (not a
 /// symlink or another file swapped in since it was listed).
 fn read_regular_no_follow(path: &Path) -> Result<Vec<u8>, Failure> {

@@ -278,6 +278,45 @@ fn probe_real(cfg: &ProbeConfig, table: &Table) -> Found {
     found
 }
 
+/// NVML's library as the loader is to be asked for it: by its bare name when the loader's
+/// search cannot reach the working folder, else by an absolute path. An empty or relative
+/// `LD_LIBRARY_PATH` entry (`export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/cuda/lib64`
+/// with the variable unset makes one) would load a `libnvidia-ml.so.1` planted in the checkout
+/// envbuild runs in; then the absolute entries and the system's library folders are searched.
+fn nvml_file(ld_library_path: Option<&std::ffi::OsStr>) -> Result<std::path::PathBuf, String> {
+    const NAME: &str = "libnvidia-ml.so.1";
+    let entries: Vec<std::path::PathBuf> =
+        ld_library_path.map_or(Vec::new(), |v| std::env::split_paths(v).collect());
+    if entries.iter().all(|e| e.is_absolute()) {
+        return Ok(NAME.into());
+    }
+    const SYSTEM: &[&str] = &[
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/lib",
+        "/usr/local/nvidia/lib64",
+        "/usr/lib/wsl/lib",
+    ];
+    entries
+        .iter()
+        .filter(|e| e.is_absolute())
+        .cloned()
+        .chain(SYSTEM.iter().map(std::path::PathBuf::from))
+        .map(|d| d.join(NAME))
+        .find(|p| p.is_file())
+        .ok_or_else(|| {
+            format!(
+                "{NAME} is not in LD_LIBRARY_PATH's absolute folders nor the system's (its \
+                 relative entries are not searched: they would reach the working folder)"
+            )
+        })
+}
+
 fn run_smi(smi: &str, args: &[&str], timeout: Duration) -> Result<String, String> {
     let mut cmd = proc::command(smi);
     cmd.args(args);
@@ -410,7 +449,8 @@ mod nvml {
     pub fn probe() -> Result<Nvml, String> {
         // SAFETY: loading the system's NVML runs its initialisers; it is NVIDIA's documented way
         // to use NVML without linking it.
-        let lib = unsafe { Library::new("libnvidia-ml.so.1") }
+        let name = super::nvml_file(std::env::var_os("LD_LIBRARY_PATH").as_deref())?;
+        let lib = unsafe { Library::new(&name) }
             .map_err(|e| format!("libnvidia-ml.so.1 is not loadable ({e})"))?;
         // SAFETY: the signatures are those of nvml.h for these exact (versioned) symbols, and
         // the function pointers are only used while `lib` is loaded.
@@ -776,5 +816,28 @@ Mon Nov 30 17:23:48 2026
         let cfg = ProbeConfig::from_vars(|_| None);
         assert!(cfg.nvml);
         assert_eq!(cfg.nvidia_smi.as_deref(), Some("nvidia-smi"));
+    }
+
+    /// A relative or empty `LD_LIBRARY_PATH` entry never lets NVML load from the working
+    /// folder: the library is then asked for by an absolute path, or not at all.
+    #[test]
+    fn nvml_is_never_searched_for_in_the_working_folder() {
+        use std::ffi::OsStr;
+        assert_eq!(
+            nvml_file(None).unwrap(),
+            std::path::PathBuf::from("libnvidia-ml.so.1")
+        );
+        assert_eq!(
+            nvml_file(Some(OsStr::new("/usr/local/cuda/lib64"))).unwrap(),
+            std::path::PathBuf::from("libnvidia-ml.so.1")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("libnvidia-ml.so.1"), "").unwrap();
+        let mixed = format!(":{}:lib", dir.path().display());
+        let found = nvml_file(Some(OsStr::new(&mixed))).unwrap();
+        assert_eq!(found, dir.path().join("libnvidia-ml.so.1"));
+        if let Ok(p) = nvml_file(Some(OsStr::new(":bin"))) {
+            assert!(p.is_absolute(), "{}", p.display());
+        }
     }
 }

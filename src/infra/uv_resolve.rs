@@ -34,26 +34,80 @@ for name, version in stubs:
 /// How long a resolution may take (a cold PyPI torch resolution takes a few seconds).
 pub const TIMEOUT: Duration = Duration::from_secs(900);
 
-/// The variables uv sees: the search path (uv finds a Python interpreter on it), the home
-/// folder (`~/.netrc` credentials for a private index: they authenticate, they never choose a
-/// package or reach the lock), the temporary folder, the locale, the network's proxies and CA
-/// bundle. Every other variable, `UV_*` and `PIP_*` included, is withheld.
+/// The variables uv sees: the search path, the home folder, the temporary folder, the locale,
+/// the network's proxies and CA bundle, and `NETRC` naming a copy of the user's netrc with
+/// named hosts only ([`named_hosts_only`]: credentials for a private index authenticate, they
+/// never choose a package or reach the lock). Every other variable, `UV_*` and `PIP_*`
+/// included, is withheld.
 const PASSED: &[&str] = &[
     "PATH",
     "HOME",
     "TMPDIR",
     "LANG",
     "LC_ALL",
-    "NETRC",
     "SSL_CERT_DIR",
 ];
 
-/// The interpreter uv is told to consult (and that writes the stand-ins): `ENVBUILD_PYTHON`;
-/// `None` lets uv find one on `PATH` (`python3` writes the stand-ins).
+/// The interpreter uv is told to consult (and that writes the stand-ins), as an absolute path:
+/// `ENVBUILD_PYTHON`, else `python3` on `PATH`'s absolute folders. uv is always given one:
+/// left to find its own, it would take a `.venv` in its working folder or any folder above it
+/// (a checkout's, when `TMPDIR` lies in it) and run that interpreter.
 pub fn interpreter() -> Option<String> {
-    std::env::var("ENVBUILD_PYTHON")
-        .ok()
-        .filter(|s| !s.is_empty())
+    let named = std::env::var_os("ENVBUILD_PYTHON").filter(|s| !s.is_empty());
+    let name = named.unwrap_or_else(|| "python3".into());
+    proc::find_program(&name).map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The user's netrc (`NETRC`, else `~/.netrc`) without its `default` entry and its macros: uv
+/// gets only the credentials the user gave for named hosts, so an index a spec names (the
+/// spec is the checkout's) is never sent the catch-all login. `None` when there is none.
+fn netrc_for_uv(get: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let path = get("NETRC")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| get("HOME").map(|h| Path::new(&h).join(".netrc")))?;
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > 1024 * 1024 {
+        return None;
+    }
+    std::fs::read_to_string(&path).ok().map(|t| named_hosts_only(&t))
+}
+
+/// A netrc's `machine` entries alone, one a line: `default` entries and `macdef` macros (whose
+/// body runs to the next empty line) are dropped.
+fn named_hosts_only(text: &str) -> String {
+    let (mut out, mut keep, mut in_macro) = (String::new(), false, false);
+    for line in text.lines() {
+        if in_macro {
+            in_macro = !line.trim().is_empty();
+            continue;
+        }
+        for t in line.split_whitespace() {
+            match t {
+                "machine" => {
+                    keep = true;
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str("machine");
+                }
+                "default" => keep = false,
+                "macdef" => {
+                    in_macro = true;
+                    break;
+                }
+                _ if keep => {
+                    out.push(' ');
+                    out.push_str(t);
+                }
+                _ => {}
+            }
+        }
+    }
+    if !out.is_empty() {
+        out.push('\n');
+    }
+    out
 }
 
 fn missing(message: String) -> Failure {
@@ -236,12 +290,17 @@ pub fn resolve(
     if let Some(py) = interpreter() {
         extra.extend(["--python".to_string(), py]);
     }
+    // Always a netrc of envbuild's making: uv reads `~/.netrc` itself when `NETRC` is unset.
+    let netrc = dir.path().join("netrc");
+    let hosts = netrc_for_uv(|k| std::env::var(k).ok()).unwrap_or_default();
+    write_private(&netrc, &hosts)?;
     let mut cmd = proc::command(uv);
     cmd.args(uv_args(inputs, &reqs, &out))
         .args(extra)
         .current_dir(dir.path())
         .env_clear()
-        .envs(environment(|k| std::env::var(k).ok()));
+        .envs(environment(|k| std::env::var(k).ok()))
+        .env("NETRC", &netrc);
     run_uv(cmd, uv)?;
     let pylock = std::fs::read_to_string(&out).map_err(|e| Failure::io(&out, &e))?;
     let names: Vec<String> = installed
@@ -253,6 +312,19 @@ pub fn resolve(
         PylockError::Unusable(m) => failed(m),
     })?;
     Ok(Resolved { closure, resolver })
+}
+
+/// Write `text` readable by its owner alone (credentials).
+fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Failure::io(path, &e))
 }
 
 /// Run one `uv pip compile`; its failure as a diagnostic with the end of uv's message.
@@ -329,6 +401,20 @@ fn stand_ins(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// uv's netrc keeps the named hosts and drops the catch-all `default` and macros.
+    #[test]
+    fn the_netrc_uv_sees_has_named_hosts_only() {
+        let text = "machine pypi.corp login ci password s3cret\n\
+                    default login everyone password catch-all\n\
+                    macdef init\nsome macro\n\n\
+                    machine other.corp\n  login u\n  password p\n";
+        assert_eq!(
+            named_hosts_only(text),
+            "machine pypi.corp login ci password s3cret\nmachine other.corp login u password p\n"
+        );
+        assert_eq!(named_hosts_only("default login x password y\n"), "");
+    }
 
     /// The host's pip and uv settings never reach uv; the proxies and the CA bundle do.
     #[test]

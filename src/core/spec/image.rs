@@ -7,7 +7,7 @@ use super::pins::{is_pkg_version, unpinned};
 use super::raw::RawImage;
 use super::{Image, Variant};
 use crate::core::image_ref::ImageRef;
-use crate::core::rules::{is_safe_path, project_subdir};
+use crate::core::rules::project_subdir;
 
 /// `[image]`, checked key by key in the order the keys are documented.
 pub(super) fn image(cx: &mut Ctx, i: &RawImage) -> Image {
@@ -143,22 +143,24 @@ fn wheels(cx: &mut Ctx, w: Option<&str>) -> Option<String> {
     None
 }
 
-/// A file inside the project, named relative to it, or an absolute path on the build machine.
+/// A file inside the project, named relative to it. Never an absolute path: the spec is the
+/// checkout's, and a path on the build machine (a proxy's private key beside its certificate)
+/// would be sent to the engine; the machine's bundle is named by its environment variables.
 fn ca_bundle(cx: &mut Ctx, p: Option<&str>) -> Option<String> {
     let p = p?;
     if !cx.safe("image.ca-bundle", p) {
         return None;
     }
-    if project_subdir(p) || is_safe_path(p, true) {
+    if project_subdir(p) {
         return Some(p.to_string());
     }
     cx.err(
         INVALID_SPEC,
         "image.ca-bundle",
-        format!("CA bundle `{p}` must be a file inside the project or an absolute path"),
+        format!("CA bundle `{p}` must be a file inside the project, named relative to it"),
         Some(
-            "e.g. ca-bundle = \"certs/corp-ca.pem\" or \"/etc/ssl/certs/ca-certificates.crt\" \
-             (letters, digits and . _ - /, no `..`)"
+            "e.g. ca-bundle = \"certs/corp-ca.pem\" (letters, digits and . _ - /, no `..`); \
+             name a bundle elsewhere on the machine with PIP_CERT or SSL_CERT_FILE"
                 .into(),
         ),
     );
