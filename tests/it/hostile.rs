@@ -360,3 +360,64 @@ fn a_spec_that_is_a_link_out_of_the_project_is_not_read() {
         stderr_of(&out)
     );
 }
+
+/// Finding: uv runs with no `--python` from an empty folder made in `TMPDIR`, and looks for a
+/// virtual environment in that folder *and every folder above it*: a `.venv/bin/python` there
+/// is executed (uv's interpreter query). With `TMPDIR` inside the checkout (`TMPDIR=$PWD/.tmp`,
+/// a common CI setting) the checkout's planted `.venv` runs; with the default `/tmp`, any local
+/// user of a shared runner who plants `/tmp/.venv` does.
+#[test]
+fn a_venv_above_the_resolutions_folder_never_runs() {
+    let uv_found = std::env::var_os("ENVBUILD_UV").is_some()
+        || std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .any(|d| d.join("uv").is_file());
+    if !uv_found {
+        eprintln!("skipped: no uv");
+        return;
+    }
+    let idx = tempdir();
+    add_wheels(idx.path(), crate::support::closure::WHEELS);
+    let work = tempdir();
+    let outside = tempdir();
+    let marker = outside.path().join("ran");
+    let bin = work.path().join(".venv/bin");
+    fs::create_dir_all(&bin).unwrap();
+    let real = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("python3"))
+        .find(|p| p.is_file())
+        .expect("python3 on PATH");
+    script(
+        &bin,
+        "python",
+        &format!(
+            "echo \"$0\" >> '{}'\nexec '{}' \"$@\"\n",
+            marker.display(),
+            real.display()
+        ),
+    );
+    std::os::unix::fs::symlink("python", bin.join("python3")).unwrap();
+    write(
+        &work.path().join(".venv"),
+        "pyvenv.cfg",
+        "home = /usr/bin\ninclude-system-site-packages = false\n",
+    );
+    fs::create_dir(work.path().join(".tmp")).unwrap();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &crate::support::closure::closure_spec("c1", "3.12", "2.36", idx.path(), ""),
+    );
+    let out = envbuild()
+        .current_dir(work.path())
+        .env("TMPDIR", work.path().join(".tmp"))
+        .env("XDG_STATE_HOME", outside.path().join("state"))
+        .args(["lock", "envbuild.toml"])
+        .output()
+        .unwrap();
+    assert!(
+        !marker.exists(),
+        "the checkout's .venv/bin/python ran (exit {:?}): {}",
+        out.status.code(),
+        fs::read_to_string(&marker).unwrap_or_default()
+    );
+}
