@@ -27,6 +27,8 @@ mod doctor;
 mod engine_faults;
 // The first hour's messages, each with its way forward (doctor, smoke, image offline, lock).
 mod first_hour;
+// A hostile user's findings: FIFOs, linked parents, /dev/shm, CA bundles, NVML, ~/.netrc, .venv.
+mod hostile;
 // `envbuild import`: environment.yml in, a spec that locks out.
 mod import;
 // `TABLE_MISMATCH` after a smoke test with a lock, and `table learn`.
