@@ -109,12 +109,115 @@ pub fn spec_files(args: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     Ok(out)
 }
 
+/// The folders from the working folder down to `path`'s folder, each as it is reached (a
+/// path named outside the working folder yields none: its place is the user's to name).
+/// Stops at the first that does not exist yet (it will be made, a real folder).
+fn folders_below_cwd(path: &Path) -> Vec<PathBuf> {
+    // Run from `/` (a container's default), every path is "below": nothing is the checkout's.
+    let Some(cwd) = std::env::current_dir()
+        .ok()
+        .filter(|c| c.parent().is_some())
+    else {
+        return Vec::new();
+    };
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    let Ok(rel) = abs.strip_prefix(&cwd) else {
+        return Vec::new();
+    };
+    let parts: Vec<_> = rel.components().collect();
+    let mut at = cwd.clone();
+    let mut out = Vec::new();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        match part {
+            std::path::Component::Normal(n) => at.push(n),
+            // Every folder before was checked to be no link, so `..` goes where it reads.
+            std::path::Component::ParentDir if at.pop() && at.starts_with(&cwd) => continue,
+            std::path::Component::ParentDir => return out,
+            _ => continue,
+        }
+        if std::fs::symlink_metadata(&at).is_err() {
+            break;
+        }
+        out.push(at.clone());
+    }
+    out
+}
+
+/// Refuse (`OUTPUT_SYMLINK`) an output whose way from the working folder passes a symbolic
+/// link: a checkout's `build -> /home/u` or `specs/x -> ~/.config` would send the file, and
+/// every folder made for it, wherever the link points.
+fn no_link_on_the_way(path: &Path) -> Result<(), Failure> {
+    for dir in folders_below_cwd(path) {
+        if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            let to = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+            return Err(Failure::one(
+                Diagnostic::error(
+                    OUTPUT_SYMLINK,
+                    format!(
+                        "cannot write `{}`: its folder `{}` is a symbolic link (to `{}`); \
+                         envbuild does not write through links",
+                        shown(path),
+                        shown(&dir),
+                        shown(&to)
+                    ),
+                )
+                .with_hint("name the real folder, or remove the link (envbuild did not make it)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuse an input named inside the working folder whose real path (every link resolved)
+/// lies outside it: a checkout's `envbuild.toml -> ~/.config/gh/hosts.yml` must not make
+/// envbuild read, and quote in its errors, a file elsewhere on the machine.
+fn stays_in_working_folder(path: &Path) -> Result<(), String> {
+    let Some(cwd) = std::env::current_dir()
+        .ok()
+        .filter(|c| c.parent().is_some())
+    else {
+        return Ok(());
+    };
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    };
+    if !abs.starts_with(&cwd)
+        || abs
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Ok(());
+    }
+    match std::fs::canonicalize(&abs) {
+        Ok(real) if !real.starts_with(&cwd) => Err(shown(&real)),
+        _ => Ok(()),
+    }
+}
+
 /// Read a user file as UTF-8 text, refusing huge and binary files with a clear error.
 pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     let (name, size, format) = kind.words();
     let refuse = |message: String, hint: String| {
         Failure::one(Diagnostic::error(kind.code(), message).with_hint(hint))
     };
+    if let Err(real) = stays_in_working_folder(path) {
+        return Err(refuse(
+            format!(
+                "`{}` is a link that leads out of the working folder (to `{real}`)",
+                shown(path)
+            ),
+            format!(
+                "name the {name} file itself (envbuild does not follow a link in the checkout \
+                 to a file elsewhere)"
+            ),
+        ));
+    }
     // `metadata` follows symlinks, so a link to /dev/zero is seen as the device it is.
     let meta = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
     if meta.is_dir() {
@@ -487,6 +590,9 @@ fn write_all_in_dirs(
     files: &[(PathBuf, Vec<u8>)],
     created: &mut Vec<PathBuf>,
 ) -> Result<(), Failure> {
+    for (path, _) in files {
+        no_link_on_the_way(path)?;
+    }
     for (path, _) in files {
         create_dirs(&parent_of(path), created)?;
     }

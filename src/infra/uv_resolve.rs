@@ -39,14 +39,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(900);
 /// named hosts only ([`named_hosts_only`]: credentials for a private index authenticate, they
 /// never choose a package or reach the lock). Every other variable, `UV_*` and `PIP_*`
 /// included, is withheld.
-const PASSED: &[&str] = &[
-    "PATH",
-    "HOME",
-    "TMPDIR",
-    "LANG",
-    "LC_ALL",
-    "SSL_CERT_DIR",
-];
+const PASSED: &[&str] = &["PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SSL_CERT_DIR"];
 
 /// The interpreter uv is told to consult (and that writes the stand-ins), as an absolute path:
 /// `ENVBUILD_PYTHON`, else `python3` on `PATH`'s absolute folders. uv is always given one:
@@ -70,7 +63,9 @@ fn netrc_for_uv(get: impl Fn(&str) -> Option<String>) -> Option<String> {
     if !meta.is_file() || meta.len() > 1024 * 1024 {
         return None;
     }
-    std::fs::read_to_string(&path).ok().map(|t| named_hosts_only(&t))
+    std::fs::read_to_string(&path)
+        .ok()
+        .map(|t| named_hosts_only(&t))
 }
 
 /// A netrc's `machine` entries alone, one a line: `default` entries and `macdef` macros (whose
