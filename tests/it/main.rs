@@ -5,6 +5,8 @@
 
 // The source's shape: layers, a pure core, function length, sibling loops, module docs.
 mod architecture;
+// Bounds and signals: proxies, FIFO outputs, temporary folders after a signal.
+mod bounds;
 // Child processes: time limits and interrupts kill the whole process group.
 mod children;
 // Ranges on the core keys: the founding example, `--locked`/`--upgrade`, `explain`, docs/spec.md's range examples.
