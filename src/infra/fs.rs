@@ -340,14 +340,130 @@ pub fn write_tree(out: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failur
 
 /// Append `contents` to `path`, creating it if needed: a file others write to as well (a CI
 /// job summary), so it is never replaced.
+/// A FIFO with no reader is refused at once and one whose reader stops is given up (see
+/// [`write_through`]), so the run never hangs on it.
 pub fn append(path: &Path, contents: &[u8]) -> Result<(), Failure> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(contents))
-        .map_err(|e| Failure::io(path, &e))
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    write_through_with(path, contents, &options)
+}
+
+/// How long a write into a FIFO may wait for its reader to take more bytes before it is given
+/// up: a reader that stopped reading must not hold the run (nor its signals) forever.
+pub const THROUGH_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Write `contents` into `path`, a FIFO or device that is never replaced (`--junit
+/// /dev/stdout`): opened without blocking, so a FIFO with no reader is refused at once
+/// (`ENXIO`) instead of waiting for one; a FIFO is then written without blocking, waiting at
+/// most [`THROUGH_STALL`] for its reader each time it is full. Devices (a terminal,
+/// /dev/null) are written as usual.
+pub fn write_through(path: &Path, contents: &[u8]) -> Result<(), Failure> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    write_through_with(path, contents, &options)
+}
+
+fn write_through_with(
+    path: &Path,
+    contents: &[u8],
+    options: &std::fs::OpenOptions,
+) -> Result<(), Failure> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let mut options = options.clone();
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = match options.open(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(not_read(
+                path,
+                "a FIFO (named pipe) or socket that nothing reads",
+            ))
+        }
+        Err(e) => return Err(Failure::io(path, &e)),
+        Ok(f) => f,
+    };
+    let kind = file
+        .metadata()
+        .map_err(|e| Failure::io(path, &e))?
+        .file_type();
+    if !kind.is_fifo() {
+        // A file or a device: blocking writes as usual (a terminal may be slow, never stuck).
+        set_nonblocking(&file, false).map_err(|e| Failure::io(path, &e))?;
+        return (&file)
+            .write_all(contents)
+            .map_err(|e| Failure::io(path, &e));
+    }
+    let mut rest = contents;
+    while !rest.is_empty() {
+        match (&file).write(rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !writable_within(&file, THROUGH_STALL) {
+                    return Err(not_read(path, "a FIFO whose reader stopped reading"));
+                }
+            }
+            Err(e) => return Err(Failure::io(path, &e)),
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of an output nobody reads.
+fn not_read(path: &Path, what: &str) -> Failure {
+    Failure::one(
+        Diagnostic::error(
+            crate::core::diag::codes::IO_ERROR,
+            format!(
+                "cannot write `{}`: it is {what}; envbuild does not wait for a reader",
+                shown(path)
+            ),
+        )
+        .with_hint("start the reader first (e.g. `cat FIFO &`), or name a regular file"),
+    )
+}
+
+fn set_nonblocking(file: &std::fs::File, on: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl(2) on a descriptor this function's caller owns; no memory is involved.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let flags = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether `file` can take bytes within `limit` (poll(2), retried after a signal).
+fn writable_within(file: &std::fs::File, limit: std::time::Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let mut fds = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, 1000) as libc::c_int;
+        // SAFETY: one valid pollfd on the stack, for the length given.
+        let n = unsafe { libc::poll(&mut fds, 1, ms) };
+        if n > 0 {
+            // POLLERR (the reader left) is "writable" too: the write then says EPIPE.
+            return true;
+        }
+    }
 }
 
 /// Write `contents` to `path` atomically: see [`write_all_atomic`].
@@ -368,8 +484,9 @@ const JOURNAL_HEADER: &str = "envbuild-journal 1";
 enum Target {
     /// A regular file, or nothing yet: replaced atomically (temporary sibling, then rename).
     Replace(PathBuf),
-    /// A character device, FIFO or socket (`--junit /dev/stdout`): written through, never
-    /// replaced by a regular file.
+    /// A character device, FIFO or socket (`--junit /dev/stdout`): written through
+    /// ([`write_through`]: a FIFO nobody reads is refused, never waited on), never replaced by a
+    /// regular file.
     Through(PathBuf),
 }
 
@@ -463,11 +580,7 @@ fn write_all_in_dirs(
         recover_locked(dir)?;
     }
     for (real, contents) in through {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&real)
-            .and_then(|mut f| f.write_all(contents))
-            .map_err(|e| Failure::io(&real, &e))?;
+        write_through(&real, contents)?;
     }
     let changed: Vec<(PathBuf, &Vec<u8>)> = replace
         .into_iter()
@@ -832,6 +945,35 @@ fn set_mode(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_nobody_reads_is_refused_and_one_read_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("summary.md");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        let err = append(&fifo, b"| a |\n").expect_err("nobody reads");
+        assert!(
+            err.diagnostics[0].message.contains("nothing reads"),
+            "{err:?}"
+        );
+        assert!(write_through(&fifo, b"x").is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // A reader gets everything, past the pipe's buffer.
+        let path = fifo.clone();
+        let reader = std::thread::spawn(move || std::fs::read(path).unwrap());
+        let big = vec![b'y'; 1 << 20];
+        let mut tries = 0;
+        // The reader opens the FIFO a moment later: until then, it is still unread.
+        while append(&fifo, &big).is_err() {
+            tries += 1;
+            assert!(tries < 500, "the reader never opened");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(reader.join().unwrap(), big);
+    }
 
     #[test]
     fn local_wheels_stay_inside_the_project_and_are_only_wheels() {
