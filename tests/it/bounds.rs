@@ -105,3 +105,102 @@ fn an_output_fifo_nobody_reads_is_refused_at_once() {
     assert!(xml.contains("<testcase name=\"cuda_available\""), "{xml}");
     assert!(xml.trim_end().ends_with("</testsuites>"), "{xml}");
 }
+
+/// A local index that accepts connections and never answers: a resolution against it waits.
+fn stalling_index() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.push(conn);
+        }
+    });
+    port
+}
+
+/// Every entry under `dir`, as paths relative to it.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in fs::read_dir(dir).unwrap().flatten() {
+        found.push(e.file_name().to_string_lossy().into_owned());
+    }
+    found.sort();
+    found
+}
+
+/// SIGINT, SIGTERM or SIGHUP while uv resolves a closure ends `lock` by that signal (its child
+/// group killed) and leaves no temporary folder behind, neither envbuild's nor uv's, in the
+/// `TMPDIR` it was given; no lock is written.
+#[test]
+fn a_signal_during_a_lock_leaves_no_temporary_folder() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::time::{Duration, Instant};
+    let port = stalling_index();
+    for (name, signal) in [
+        ("TERM", libc::SIGTERM),
+        ("INT", libc::SIGINT),
+        ("HUP", libc::SIGHUP),
+    ] {
+        let work = tempdir();
+        let tmp = tempdir();
+        let spec = closure_spec("s1", "3.13", "2.28", std::path::Path::new("/x"), "").replace(
+            "file:///x/simple",
+            &format!("http://127.0.0.1:{port}/simple"),
+        );
+        write(work.path(), "envbuild.toml", &spec);
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"));
+        cmd.current_dir(work.path())
+            .args(["lock", "envbuild.toml"])
+            .env("TMPDIR", tmp.path())
+            .env_remove("ENVBUILD_PYTHON")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        // SAFETY: signal(2) only, between fork and exec: a test harness that ignores these
+        // signals would hand them on ignored, and envbuild keeps an ignored signal ignored.
+        unsafe {
+            cmd.pre_exec(|| {
+                for s in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                    libc::signal(s, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap();
+        // uv is waiting on the index once its own temporary folder is there too.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !fs::read_dir(tmp.path()).unwrap().flatten().any(|e| {
+            fs::read_dir(e.path()).is_ok_and(|mut d| d.any(|f| f.is_ok_and(|f| f.path().is_dir())))
+        }) {
+            assert!(
+                Instant::now() < deadline,
+                "uv never started: {:?}",
+                entries(tmp.path())
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        // SAFETY: kill(2) on the child this test started and has not reaped.
+        unsafe {
+            libc::kill(child.id() as i32, signal);
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("lock did not end after SIG{name}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.signal(), Some(signal), "SIG{name}: {status:?}");
+        assert_eq!(
+            entries(tmp.path()),
+            Vec::<String>::new(),
+            "SIG{name} left these"
+        );
+        assert!(!work.path().join("envbuild.lock").exists());
+    }
+}
