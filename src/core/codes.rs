@@ -172,6 +172,10 @@ registry! {
     mod registry_auth {
         REGISTRY_AUTH: Error, "Registry credentials could not be read, or the registry refused them.";
     }
+    /// The host's network settings (`infra::network::codes`).
+    mod network {
+        PROXY_INVALID: Error, "A proxy variable (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`, lower case too) holds no usable proxy URL.";
+    }
     /// Writing files (`infra::fs`).
     mod fs {
         OUTPUT_SYMLINK: Error, "An output (a folder, a file in it, the lock, `--junit`) is a symbolic link.";

@@ -250,6 +250,8 @@ fn client() -> Result<reqwest::Client, Failure> {
 /// The HTTP client envbuild's own requests use (the gateway's, and the registry API's): rustls
 /// trusting this machine's CA certificates, the environment's proxy rules for https.
 pub(crate) fn http_client() -> Result<reqwest::Client, Failure> {
+    // A proxy the matcher cannot read would be dropped, and the host reached directly.
+    crate::infra::network::check_proxies_env()?;
     let certs = rustls_native_certs::load_native_certs();
     let mut roots = rustls::RootCertStore::empty();
     let (added, _) = roots.add_parsable_certificates(certs.certs);

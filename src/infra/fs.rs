@@ -268,6 +268,37 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     })
 }
 
+/// Read at most `max` bytes of a regular file, for the files that environment variables and
+/// the host name (`ENVBUILD_PROC_DRIVER_VERSION`, `DOCKER_CONFIG`, the CA bundle, the verdict
+/// cache) and for files read back beside outputs. Opened without blocking and then checked by
+/// its descriptor (no race with a swap after a check): a FIFO, device or socket is refused
+/// before a byte is read, and a file over `max` is refused rather than read on.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "it is not a regular file (a pipe, device, socket or folder)",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(max) as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!("it is over {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_bounded_text(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bounded(path, max)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
 /// Read a `--templates DIR` into memory: every regular file directly in DIR whose name does not
 /// start with `.`, each through [`read_text`]. Symlinks and subdirectories are not followed (a
 /// template cannot pull in a file from outside DIR).
@@ -470,14 +501,131 @@ pub fn write_tree(out: &Path, files: &[(PathBuf, Vec<u8>)]) -> Result<(), Failur
 
 /// Append `contents` to `path`, creating it if needed: a file others write to as well (a CI
 /// job summary), so it is never replaced.
+/// A FIFO with no reader is refused at once and one whose reader stops is given up (see
+/// [`write_through`]), so the run never hangs on it.
 pub fn append(path: &Path, contents: &[u8]) -> Result<(), Failure> {
-    use std::io::Write;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(contents))
-        .map_err(|e| Failure::io(path, &e))
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    write_through_with(path, contents, &options)
+}
+
+/// How long a write into a FIFO may wait for its reader to take more bytes before it is given
+/// up: a reader that stopped reading must not hold the run (nor its signals) forever.
+pub const THROUGH_STALL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Write `contents` into `path`, a FIFO or device that is never replaced (`--junit
+/// /dev/stdout`): opened without blocking, so a FIFO with no reader is refused at once
+/// (`ENXIO`) instead of waiting for one; a FIFO is then written without blocking, waiting at
+/// most [`THROUGH_STALL`] for its reader each time it is full. Devices (a terminal,
+/// /dev/null) are written as usual.
+pub fn write_through(path: &Path, contents: &[u8]) -> Result<(), Failure> {
+    let mut options = std::fs::OpenOptions::new();
+    // Appended: `/dev/stdout` may stand for a log file, opened anew at offset 0.
+    options.append(true);
+    write_through_with(path, contents, &options)
+}
+
+fn write_through_with(
+    path: &Path,
+    contents: &[u8],
+    options: &std::fs::OpenOptions,
+) -> Result<(), Failure> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let mut options = options.clone();
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = match options.open(path) {
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err(not_read(
+                path,
+                "a FIFO (named pipe) or socket that nothing reads",
+            ))
+        }
+        Err(e) => return Err(Failure::io(path, &e)),
+        Ok(f) => f,
+    };
+    let kind = file
+        .metadata()
+        .map_err(|e| Failure::io(path, &e))?
+        .file_type();
+    if !kind.is_fifo() {
+        // A file or a device: blocking writes as usual (a terminal may be slow, never stuck).
+        set_nonblocking(&file, false).map_err(|e| Failure::io(path, &e))?;
+        return (&file)
+            .write_all(contents)
+            .map_err(|e| Failure::io(path, &e));
+    }
+    let mut rest = contents;
+    while !rest.is_empty() {
+        match (&file).write(rest) {
+            Ok(n) => rest = &rest[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if !writable_within(&file, THROUGH_STALL) {
+                    return Err(not_read(path, "a FIFO whose reader stopped reading"));
+                }
+            }
+            Err(e) => return Err(Failure::io(path, &e)),
+        }
+    }
+    Ok(())
+}
+
+/// The refusal of an output nobody reads.
+fn not_read(path: &Path, what: &str) -> Failure {
+    Failure::one(
+        Diagnostic::error(
+            crate::core::diag::codes::IO_ERROR,
+            format!(
+                "cannot write `{}`: it is {what}; envbuild does not wait for a reader",
+                shown(path)
+            ),
+        )
+        .with_hint("start the reader first (e.g. `cat FIFO &`), or name a regular file"),
+    )
+}
+
+fn set_nonblocking(file: &std::fs::File, on: bool) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl(2) on a descriptor this function's caller owns; no memory is involved.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let flags = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether `file` can take bytes within `limit` (poll(2), retried after a signal).
+fn writable_within(file: &std::fs::File, limit: std::time::Duration) -> bool {
+    use std::os::fd::AsRawFd;
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        let mut fds = libc::pollfd {
+            fd: file.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, 1000) as libc::c_int;
+        // SAFETY: one valid pollfd on the stack, for the length given.
+        let n = unsafe { libc::poll(&mut fds, 1, ms) };
+        if n > 0 {
+            // POLLERR (the reader left) is "writable" too: the write then says EPIPE.
+            return true;
+        }
+    }
 }
 
 /// Write `contents` to `path` atomically: see [`write_all_atomic`].
@@ -491,15 +639,17 @@ pub use crate::infra::journal::TEMP_PREFIX;
 enum Target {
     /// A regular file, or nothing yet: replaced atomically (temporary sibling, then rename).
     Replace(PathBuf),
-    /// A character device, FIFO or socket (`--junit /dev/stdout`): written through, never
-    /// replaced by a regular file.
+    /// A character device, FIFO or socket (`--junit /dev/stdout`): written through
+    /// ([`write_through`]: a FIFO nobody reads is refused, never waited on), never replaced by a
+    /// regular file.
     Through(PathBuf),
 }
 
-/// Decide how to write `path`. A symlink is followed only into the kernel's folders
-/// (`--junit /dev/stdout`); any other is refused (`OUTPUT_SYMLINK`): a link planted where an
-/// output goes (a checkout's `envbuild.lock` pointing at `.git/hooks/pre-commit` or
-/// `~/.bashrc`) would send the output wherever it points. A directory is an error.
+/// Decide how to write `path`. A symlink is followed only when it is named in the kernel's
+/// folders (`--junit /dev/stdout`), and then written through; any other is refused
+/// (`OUTPUT_SYMLINK`): a link planted where an output goes (a checkout's `envbuild.lock`
+/// pointing at `.git/hooks/pre-commit`, `~/.bashrc` or `/dev/shm/x`) would send the output
+/// wherever it points. A directory is an error.
 fn target(path: &Path) -> Result<Target, Failure> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -509,26 +659,31 @@ fn target(path: &Path) -> Result<Target, Failure> {
         Ok(m) => m,
     };
     let real = if meta.file_type().is_symlink() {
-        let real = std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?;
-        if !["/dev", "/proc"].iter().any(|s| real.starts_with(s)) {
-            return Err(Failure::one(
-                Diagnostic::error(
-                    OUTPUT_SYMLINK,
-                    format!(
-                        "`{}` is a symbolic link (to `{}`): envbuild does not write its outputs \
-                         through links",
-                        shown(path),
-                        shown(&real)
-                    ),
-                )
-                .with_hint(format!(
-                    "name the file it points to if that is where the output goes, or remove \
-                     the link (envbuild did not make it): `rm {}`",
-                    shown(path)
-                )),
-            ));
+        // Named in the kernel's folders (`/dev/stdout`, `/proc/self/fd/1`): written through
+        // as named, whatever stands behind it (a terminal, a pipe, a log file: appended to).
+        // Resolving it would name `pipe:[N]`, or a file to be replaced.
+        if ["/dev/", "/proc/"].iter().any(|s| path.starts_with(s)) {
+            let behind = std::fs::metadata(path).map_err(|e| Failure::io(path, &e))?;
+            if !behind.is_dir() {
+                return Ok(Target::Through(path.to_path_buf()));
+            }
         }
-        real
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        return Err(Failure::one(
+            Diagnostic::error(
+                OUTPUT_SYMLINK,
+                format!(
+                    "`{}` is a symbolic link (to `{}`): envbuild does not write its outputs \
+                     through links",
+                    shown(path),
+                    shown(&real)
+                ),
+            )
+            .with_hint(
+                "name the file it points to if that is where the output goes, or remove the \
+                 link (envbuild did not make it)",
+            ),
+        ));
     } else {
         path.to_path_buf()
     };
@@ -617,11 +772,7 @@ fn write_all_in_dirs(
         recover_locked(journals, dir)?;
     }
     for (real, contents) in through {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&real)
-            .and_then(|mut f| f.write_all(contents))
-            .map_err(|e| Failure::io(&real, &e))?;
+        write_through(&real, contents)?;
     }
     let changed: Vec<(PathBuf, &Vec<u8>)> = replace
         .into_iter()
@@ -893,6 +1044,57 @@ fn set_mode(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounded_reads_refuse_pipes_devices_and_large_files_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        for p in [fifo.as_path(), Path::new("/dev/zero"), dir.path()] {
+            let e = read_bounded(p, 1024).expect_err("not a regular file");
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; 2048]).unwrap();
+        assert!(read_bounded(&big, 1024)
+            .unwrap_err()
+            .to_string()
+            .contains("over 1024"));
+        assert_eq!(read_bounded_text(&big, 4096).unwrap().len(), 2048);
+    }
+
+    #[test]
+    fn a_fifo_nobody_reads_is_refused_and_one_read_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("summary.md");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        let err = append(&fifo, b"| a |\n").expect_err("nobody reads");
+        assert!(
+            err.diagnostics[0].message.contains("nothing reads"),
+            "{err:?}"
+        );
+        assert!(write_through(&fifo, b"x").is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // A reader gets everything, past the pipe's buffer.
+        let path = fifo.clone();
+        let reader = std::thread::spawn(move || std::fs::read(path).unwrap());
+        let big = vec![b'y'; 1 << 20];
+        let mut tries = 0;
+        // The reader opens the FIFO a moment later: until then, it is still unread.
+        while append(&fifo, &big).is_err() {
+            tries += 1;
+            assert!(tries < 500, "the reader never opened");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(reader.join().unwrap(), big);
+    }
 
     #[test]
     fn local_wheels_stay_inside_the_project_and_are_only_wheels() {

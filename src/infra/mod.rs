@@ -13,5 +13,7 @@ pub mod proc;
 pub mod python;
 pub mod registry_auth;
 pub mod registry_http;
+pub mod scratch;
+pub mod signals;
 pub mod uv_resolve;
 pub mod verdict_cache;

@@ -4,6 +4,11 @@
 
 use crate::core::diag::{Diagnostic, Failure};
 use crate::infra::docker::codes::CA_BUNDLE_INVALID;
+
+/// The codes this module raises.
+pub mod codes {
+    pub use crate::core::codes::network::*;
+}
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -40,6 +45,79 @@ pub fn proxy_build_args_from(get: impl Fn(&str) -> Option<String>) -> BTreeMap<S
         .iter()
         .filter_map(|k| get(k).filter(|v| !v.is_empty()).map(|v| (k.to_string(), v)))
         .collect()
+}
+
+/// The variables that name a proxy for envbuild's own connections and uv's, as curl reads them.
+pub const PROXY_URL_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+];
+
+/// [`check_proxies`] on this process's environment: called before anything connects.
+pub fn check_proxies_env() -> Result<(), Failure> {
+    check_proxies(|k| std::env::var(k).ok())
+}
+
+/// Refuse (`PROXY_INVALID`) a set proxy variable that is not a proxy URL. The proxy matcher
+/// envbuild's HTTP client uses drops a value it cannot parse and connects directly, where
+/// curl refuses it: a typo must not silently bypass the proxy a network requires.
+pub fn check_proxies(get: impl Fn(&str) -> Option<String>) -> Result<(), Failure> {
+    for var in PROXY_URL_VARS {
+        let Some(value) = get(var).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        if let Err(why) = proxy_url(&value) {
+            return Err(Failure::one(
+                Diagnostic::error(
+                    codes::PROXY_INVALID,
+                    format!("{var} is not a proxy URL ({why}); envbuild connects nowhere without the proxy it names"),
+                )
+                .with_hint(format!(
+                    "set {var} to `[scheme://][user:password@]host[:port]` (e.g. \
+                     `http://proxy.example:3128`), or unset it to connect directly"
+                )),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The proxy `value` names, parsed as the HTTP client will parse it (the matcher, then the
+/// URL the client is given), or why it names none. Credentials are never part of the reason.
+fn proxy_url(value: &str) -> Result<url::Url, String> {
+    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("it holds a space or control character".into());
+    }
+    let matcher = hyper_util::client::proxy::matcher::Matcher::builder()
+        .all(value.to_string())
+        .build();
+    let probe: http::Uri = "https://example.invalid/"
+        .parse()
+        .map_err(|_| "no probe".to_string())?;
+    let Some(intercept) = matcher.intercept(&probe) else {
+        return Err(
+            "it does not parse as `[scheme://]host[:port]` with scheme http, https, socks4, \
+             socks4a, socks5 or socks5h"
+                .into(),
+        );
+    };
+    let url = url::Url::parse(&intercept.uri().to_string())
+        .map_err(|e| format!("its host or port is not valid: {e}"))?;
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err("it names no host".into());
+    }
+    // What follows the authority is dropped by the matcher: a path or query is a paste error.
+    let rest = value.split_once("://").map_or(value, |(_, r)| r);
+    if let Some(at) = rest.find(['/', '?', '#']) {
+        if &rest[at..] != "/" {
+            return Err("it has a path, query or fragment after the host".into());
+        }
+    }
+    Ok(url)
 }
 
 /// The CA bundle to trust during the build, and where it was named: the spec's `[image]
@@ -86,26 +164,48 @@ pub fn read_ca_bundle(origin: &str, path: &Path) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
-/// A regular file (a pipe or device is refused before it is opened) of at most 8 MiB.
+/// A regular file (a pipe or device is refused without blocking) of at most 8 MiB.
 fn read_small_file(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("it is not a regular file".into());
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CA_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_CA_BYTES {
-        return Err(format!("it is over {MAX_CA_BYTES} bytes"));
-    }
-    Ok(bytes)
+    crate::infra::fs::read_bounded(path, MAX_CA_BYTES).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_malformed_proxy_variable_is_refused_and_a_good_one_passes() {
+        for good in [
+            "http://proxy:3128",
+            "proxy.example:3128",
+            "https://u:p%40ss@proxy.example:8443/",
+            "socks5h://127.0.0.1:1080",
+            "http://[::1]:3128",
+        ] {
+            let env = |k: &str| (k == "https_proxy").then(|| good.to_string());
+            assert!(check_proxies(env).is_ok(), "{good}");
+        }
+        for bad in [
+            "http://proxy:99999",
+            "http://proxy:3128 ",
+            "ftp://proxy:21",
+            "http://",
+            "http://proxy:port",
+            "http://pro xy:3128",
+            "http://proxy:3128/path",
+            "://proxy",
+        ] {
+            for var in PROXY_URL_VARS {
+                let env = |k: &str| (k == *var).then(|| bad.to_string());
+                let err = check_proxies(env).expect_err(bad);
+                let d = &err.diagnostics[0];
+                assert_eq!(d.code, "PROXY_INVALID", "{bad}");
+                assert!(d.message.contains(var), "{}", d.message);
+                assert!(d.hint.is_some());
+            }
+        }
+        assert!(check_proxies(|_| Some(String::new())).is_ok());
+    }
 
     #[test]
     fn only_set_proxy_variables_become_build_args() {

@@ -18,7 +18,8 @@ pub fn run_script(
     mode: Mode,
     timeout: Duration,
 ) -> Result<SmokeReport, Failure> {
-    let dir = tempfile::tempdir().map_err(|e| Failure::io(Path::new("<temp dir>"), &e))?;
+    let dir =
+        crate::infra::scratch::tempdir().map_err(|e| Failure::io(Path::new("<temp dir>"), &e))?;
     let script = dir.path().join("envbuild_smoke.py");
     let expect = dir.path().join("expect.json");
     std::fs::write(&script, SCRIPT).map_err(|e| Failure::io(&script, &e))?;

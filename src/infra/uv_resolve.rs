@@ -260,8 +260,11 @@ pub fn resolve(
     constraints: &[String],
     installed: &[(String, String)],
 ) -> Result<Resolved, Failure> {
+    // uv would be handed a proxy it may ignore; refuse it before anything connects.
+    crate::infra::network::check_proxies_env()?;
     let resolver = version(uv)?;
-    let dir = tempfile::tempdir().map_err(|e| Failure::io(Path::new("<temp dir>"), &e))?;
+    let dir =
+        crate::infra::scratch::tempdir().map_err(|e| Failure::io(Path::new("<temp dir>"), &e))?;
     let reqs = dir.path().join("requirements.in");
     let out = dir.path().join("pylock.toml");
     let mut text = inputs.requirements.join("\n");

@@ -7,6 +7,8 @@
 mod architecture;
 // A hostile checkout: planted code, journals and links run nothing and write nowhere.
 mod checkout;
+// Bounds and signals: proxies, FIFO outputs, temporary folders after a signal.
+mod bounds;
 // Child processes: time limits and interrupts kill the whole process group.
 mod children;
 // Ranges on the core keys: the founding example, `--locked`/`--upgrade`, `explain`, docs/spec.md's range examples.

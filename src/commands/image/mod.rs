@@ -57,6 +57,8 @@ pub fn run(
 ) -> Result<i32, Failure> {
     let mirrors =
         crate::cli::parse::mirrors(args.pip_mirror.as_deref(), args.conda_mirror.as_deref())?;
+    // The builds get the proxies as build args and the registry calls use them: check first.
+    crate::infra::network::check_proxies_env()?;
     match args.specs.as_slice() {
         [spec] if !spec.is_dir() => one::run(o, table, spec, &args, &mirrors),
         _ => many::run(o, table, args, &mirrors),
