@@ -359,15 +359,12 @@ impl<'a> OnDisk<'a> {
 
     /// Check the lock read before anything of it is reused. `strict` (`--locked`,
     /// `--offline`): a lock that fails its own checks is refused (errors). Otherwise it is set
-    /// aside with a warning, and resolved afresh. A lock that only lacks its `closure_sha256`
-    /// (an older envbuild's) keeps its checked closure either way: it is sealed when written.
+    /// aside with a warning, and resolved afresh. A closure without its `closure_sha256` is
+    /// one of those: nothing vouches for its hashes, so it is never adopted (and sealed), which
+    /// would launder an edit made with the seal removed.
     pub fn distrust(&mut self, strict: bool) -> Option<Vec<Diagnostic>> {
-        use crate::core::closure::verify::{codes::LOCK_TAMPERED, verify};
         let lock = self.lock.as_ref()?;
-        let mut problems = verify(lock);
-        if lock.closure_sha256.is_none() {
-            problems.retain(|d| d.code != LOCK_TAMPERED);
-        }
+        let mut problems = crate::core::closure::verify::verify(lock);
         if problems.is_empty() {
             return None;
         }
