@@ -90,3 +90,62 @@ fn the_refusal_of_an_unsealed_lock_points_at_a_fresh_resolution() {
     assert!(tampered.contains("`envbuild lock SPEC`"), "{err}");
     assert!(!tampered.contains("--offline"), "{err}");
 }
+
+/// A committed example's spec and lock, copied into a new folder, the spec named `spec_name`.
+fn example_in(spec_name: &str) -> (tempfile::TempDir, String) {
+    let dir = tempdir();
+    let spec = fs::read_to_string(root().join("specs/torch29-cu128/envbuild.toml")).unwrap();
+    write(dir.path(), spec_name, &spec);
+    let lock = fs::read_to_string(root().join("specs/torch29-cu128/envbuild.lock")).unwrap();
+    write(dir.path(), "envbuild.lock", &lock);
+    (dir, lock)
+}
+
+/// `render envbuild.lock` of a lock edited by hand while its `spec_sha256` still names the spec
+/// beside it (a package's version in `[packages]`, which the smoke expectations come from, or
+/// an install line) is refused as `lock --locked` refuses it (`LOCK_STALE`, naming the key),
+/// whatever the spec is called; nothing is written. The lock as written renders, and so does a
+/// lock with no spec beside it.
+#[test]
+fn render_refuses_a_hand_edited_lock_as_lock_locked_does() {
+    for spec_name in ["envbuild.toml", "vision.toml"] {
+        let (dir, good) = example_in(spec_name);
+        let edits = [
+            (
+                "packages.torch",
+                good.replace("torch = \"2.9.1\"", "torch = \"2.8.0\""),
+            ),
+            (
+                "install.pip",
+                good.replace("\"numpy==2.3.4\"", "\"numpy==1.26.4\""),
+            ),
+        ];
+        for (key, text) in edits {
+            assert_ne!(text, good, "{key}: the edit took");
+            write(dir.path(), "envbuild.lock", &text);
+            let locked = envbuild()
+                .current_dir(dir.path())
+                .args(["lock", spec_name, "--locked"])
+                .output()
+                .unwrap();
+            assert_eq!(locked.status.code(), Some(1), "{}", stderr_of(&locked));
+            let out = render_in(dir.path(), "envbuild.lock", "r");
+            let err = stderr_of(&out);
+            assert_eq!(out.status.code(), Some(1), "{spec_name} {key}: {err}");
+            assert!(
+                err.contains("LOCK_STALE") && err.contains(key),
+                "{spec_name} {key}: {err}"
+            );
+            assert!(!dir.path().join("r").exists(), "{spec_name} {key}: wrote");
+        }
+        write(dir.path(), "envbuild.lock", &good);
+        let out = render_in(dir.path(), "envbuild.lock", "r");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    }
+    // A lock on its own (no spec beside it) is rendered from the lock alone, as before.
+    let alone = tempdir();
+    let lock = fs::read_to_string(root().join("specs/torch29-cu128/envbuild.lock")).unwrap();
+    write(alone.path(), "envbuild.lock", &lock);
+    let out = render_in(alone.path(), "envbuild.lock", "r");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
