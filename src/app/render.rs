@@ -208,12 +208,13 @@ pub struct Written {
 }
 
 /// Render `lock` (pip and conda pointed at `mirrors` when given) and write every file under
-/// `out`, all or nothing.
+/// `out`, all or nothing; a file there that envbuild did not write is replaced only with
+/// `force` (`OUTPUT_EXISTS`, and nothing is written, otherwise).
 pub fn write(
     lock: &Lock,
     templates: Option<&Path>,
     mirrors: &crate::core::closure::Mirrors,
-    out: &Path,
+    (out, force): (&Path, bool),
 ) -> Result<Written, Failure> {
     let rendered = render_with(lock, templates, mirrors)?;
     // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
@@ -223,16 +224,37 @@ pub fn write(
         .iter()
         .map(|(rel, bytes)| (PathBuf::from(rel), bytes.clone()))
         .collect();
-    // Only regular files are read back (a planted link to a device is refused below, not read).
-    let changed = files
-        .iter()
-        .filter(|(rel, bytes)| {
-            let path = out.join(rel);
-            let same = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
-                && std::fs::read(&path).ok().as_ref() == Some(bytes);
-            !same
-        })
-        .count();
+    let mut changed = 0;
+    let mut foreign = Vec::new();
+    for (rel, bytes) in &files {
+        match existing(&out.join(rel)) {
+            Some(old) if old == *bytes => {}
+            Some(old)
+                if !force && !crate::core::render::is_own_output(&rel.to_string_lossy(), &old) =>
+            {
+                foreign.push(crate::core::diag::shown(&out.join(rel)));
+                changed += 1;
+            }
+            _ => changed += 1,
+        }
+    }
+    if !foreign.is_empty() {
+        return Err(Failure::one(
+            Diagnostic::error(
+                super::codes::OUTPUT_EXISTS,
+                format!(
+                    "{} already exist{} and {} not written by envbuild (no `{}` header): \
+                     render would replace {}",
+                    foreign.join(", "),
+                    if foreign.len() == 1 { "s" } else { "" },
+                    if foreign.len() == 1 { "was" } else { "were" },
+                    crate::core::render::GENERATED,
+                    if foreign.len() == 1 { "it" } else { "them" },
+                ),
+            )
+            .with_hint("pass --force to overwrite them, or choose another --out"),
+        ));
+    }
     // No symlink at or under `out` is written through (one planted by a cloned repository).
     crate::infra::fs::write_tree(out, &files)?;
     Ok(Written {
@@ -240,6 +262,22 @@ pub fn write(
         files: files.len(),
         changed,
     })
+}
+
+/// The bytes of the regular file at `path` (at most a few MiB: a rendered file is small), or
+/// `None` when there is none. A planted link or a device is not read (`write_tree` refuses it).
+fn existing(path: &Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(8 << 20)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 /// Write the embedded templates into `dir` (new or empty, or any with `force`); the count.

@@ -91,6 +91,13 @@ fn the_refusal_of_an_unsealed_lock_points_at_a_fresh_resolution() {
     assert!(!tampered.contains("--offline"), "{err}");
 }
 
+/// `text` at `dir/rel`, its folders made first.
+fn put(dir: &std::path::Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+}
+
 /// A committed example's spec and lock, copied into a new folder, the spec named `spec_name`.
 fn example_in(spec_name: &str) -> (tempfile::TempDir, String) {
     let dir = tempdir();
@@ -148,4 +155,102 @@ fn render_refuses_a_hand_edited_lock_as_lock_locked_does() {
     write(alone.path(), "envbuild.lock", &lock);
     let out = render_in(alone.path(), "envbuild.lock", "r");
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+}
+
+/// `render --out DIR` never replaces a file it did not write: a hand-written Dockerfile or pod
+/// manifest there is refused (`OUTPUT_EXISTS`, naming it), and nothing at all is written; with
+/// `--force` it is replaced. envbuild's own earlier output (another lock's, an older smoke
+/// script, another lock's expectations) is replaced without `--force`.
+#[test]
+fn render_never_replaces_a_file_it_did_not_write_without_force() {
+    let (dir, _) = example_in("envbuild.toml");
+    let other = fs::read_to_string(root().join("specs/pypi-torch214/envbuild.lock")).unwrap();
+    write(dir.path(), "other.lock", &other);
+    for (rel, mine) in [
+        ("Dockerfile", "FROM scratch\n# my own\n"),
+        ("run/pod.yaml", "apiVersion: v1\nkind: Pod\n"),
+        ("envbuild/expect.json", "{\"mine\": true}\n"),
+    ] {
+        let out_dir = dir.path().join("out");
+        let _ = fs::remove_dir_all(&out_dir);
+        put(&out_dir, rel, mine);
+        let out = render_in(dir.path(), "envbuild.lock", "out");
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{rel}: {err}");
+        assert!(
+            err.contains("OUTPUT_EXISTS") && err.contains(rel),
+            "{rel}: {err}"
+        );
+        assert!(err.contains("--force"), "{rel}: {err}");
+        assert_eq!(fs::read_to_string(out_dir.join(rel)).unwrap(), mine);
+        assert_eq!(files_in(&out_dir).len(), 1, "{rel}: render wrote others");
+        let out = envbuild()
+            .current_dir(dir.path())
+            .args(["render", "envbuild.lock", "--out", "out", "--force"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{rel}: {}", stderr_of(&out));
+        assert_ne!(fs::read_to_string(out_dir.join(rel)).unwrap(), mine);
+    }
+    // Over its own output: another lock's render, then an older smoke script, re-rendered.
+    let out = render_in(dir.path(), "other.lock", "out");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let smoke = dir.path().join("out/envbuild/envbuild_smoke.py");
+    let older = fs::read_to_string(&smoke).unwrap() + "\n# an older release's line\n";
+    fs::write(&smoke, older).unwrap();
+    let out = render_in(dir.path(), "envbuild.lock", "out");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(!fs::read_to_string(&smoke)
+        .unwrap()
+        .contains("older release"));
+}
+
+/// `lock` writes only over a lock: a spec named `envbuild.lock` (or `--out` pointing the lock
+/// onto it) is not overwritten by its own lock, nor is another file at the lock path; each is
+/// `OUTPUT_EXISTS`, the file unchanged. An old lock is replaced as before.
+#[test]
+fn lock_never_writes_over_its_spec_or_a_file_that_is_not_a_lock() {
+    let (dir, good) = example_in("envbuild.toml");
+    let spec = fs::read_to_string(dir.path().join("envbuild.toml")).unwrap();
+    let sub = dir.path().join("sub");
+    put(&sub, "envbuild.lock", &spec);
+    for args in [
+        &["lock", "sub/envbuild.lock"][..],
+        &["lock", "sub/envbuild.lock", "--out", "sub"],
+    ] {
+        let out = envbuild()
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("OUTPUT_EXISTS") && err.contains("spec itself"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(fs::read_to_string(sub.join("envbuild.lock")).unwrap(), spec);
+    }
+    let notes = "my notes, not a lock\n";
+    write(dir.path(), "envbuild.lock", notes);
+    let out = lock_in(dir.path(), &["--no-closure"]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("OUTPUT_EXISTS"), "{err}");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("envbuild.lock")).unwrap(),
+        notes
+    );
+    // A lock (even a stale one) is replaced.
+    write(
+        dir.path(),
+        "envbuild.lock",
+        &good.replace("torch = \"2.9.1\"", "torch = \"2.8.0\""),
+    );
+    let out = lock_in(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("envbuild.lock")).unwrap(),
+        good
+    );
 }
