@@ -239,20 +239,24 @@ pub fn write(
         }
     }
     if !foreign.is_empty() {
+        let (s, was, it) = if foreign.len() == 1 {
+            ("s", "was", "it")
+        } else {
+            ("", "were", "them")
+        };
         return Err(Failure::one(
             Diagnostic::error(
                 super::codes::OUTPUT_EXISTS,
                 format!(
-                    "{} already exist{} and {} not written by envbuild (no `{}` header): \
-                     render would replace {}",
+                    "{} already exist{s} and {was} not written by envbuild (no `{}` header): \
+                     render would replace {it}",
                     foreign.join(", "),
-                    if foreign.len() == 1 { "s" } else { "" },
-                    if foreign.len() == 1 { "was" } else { "were" },
                     crate::core::render::GENERATED,
-                    if foreign.len() == 1 { "it" } else { "them" },
                 ),
             )
-            .with_hint("pass --force to overwrite them, or choose another --out"),
+            .with_hint(format!(
+                "pass --force to overwrite {it}, or choose another --out"
+            )),
         ));
     }
     // No symlink at or under `out` is written through (one planted by a cloned repository).
