@@ -61,10 +61,7 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     else {
         return Ok(LockOutcome::Refused { diagnostics });
     };
-    let path = match req.out {
-        Some(_) => lock_path(req.spec, req.out),
-        None => super::beside_input(req.spec, crate::core::lock::FILE_NAME)?,
-    };
+    let path = output_path(req)?;
     let mut spec = loaded.spec;
     if req.no_closure {
         spec.lock = spec.lock.without_closure();
@@ -169,6 +166,54 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
         path,
         diagnostics,
     })
+}
+
+/// Where the lock goes (`--out DIR`, else beside the spec), refused when writing there would
+/// replace something that is not a lock.
+fn output_path(req: &LockRequest<'_>) -> Result<PathBuf, Failure> {
+    let path = match req.out {
+        Some(_) => lock_path(req.spec, req.out),
+        None => super::beside_input(req.spec, crate::core::lock::FILE_NAME)?,
+    };
+    if !req.locked {
+        refuse_foreign_lock_path(&path, req.spec)?;
+    }
+    Ok(path)
+}
+
+/// `lock` writes only over a lock: never over the spec itself (a spec named `envbuild.lock`, or
+/// `--out` pointing the lock onto it), nor over any other file at the lock path that is not
+/// an envbuild lock (`OUTPUT_EXISTS`). An empty file holds nothing to lose.
+fn refuse_foreign_lock_path(path: &Path, spec: &Path) -> Result<(), Failure> {
+    use std::io::Read;
+    let what =
+        if std::fs::canonicalize(path).ok() == std::fs::canonicalize(spec).ok() && path.exists() {
+            "is the spec itself: its lock would be written over it"
+        } else {
+            let mut head = Vec::new();
+            let read = std::fs::symlink_metadata(path)
+                .is_ok_and(|m| m.is_file())
+                .then(|| std::fs::File::open(path).ok())
+                .flatten()
+                .and_then(|f| f.take(64).read_to_end(&mut head).ok());
+            if read.is_none()
+                || head.is_empty()
+                || head.starts_with(crate::core::lock::HEADER.as_bytes())
+            {
+                return Ok(());
+            }
+            "already exists and is not an envbuild lock: `lock` would replace it"
+        };
+    Err(Failure::one(
+        Diagnostic::error(
+            super::codes::OUTPUT_EXISTS,
+            format!("{} {what}", crate::core::diag::shown(path)),
+        )
+        .with_hint(
+            "a lock is written beside its spec as envbuild.lock: give the spec another name \
+             (envbuild.toml), move the file away, or pass --out DIR to write the lock elsewhere",
+        ),
+    ))
 }
 
 /// The choices of the lock on disk (at `--out`, else beside the spec) for the spec's ranges:
@@ -359,15 +404,12 @@ impl<'a> OnDisk<'a> {
 
     /// Check the lock read before anything of it is reused. `strict` (`--locked`,
     /// `--offline`): a lock that fails its own checks is refused (errors). Otherwise it is set
-    /// aside with a warning, and resolved afresh. A lock that only lacks its `closure_sha256`
-    /// (an older envbuild's) keeps its checked closure either way: it is sealed when written.
+    /// aside with a warning, and resolved afresh. A closure without its `closure_sha256` is
+    /// one of those: nothing vouches for its hashes, so it is never adopted (and sealed), which
+    /// would launder an edit made with the seal removed.
     pub fn distrust(&mut self, strict: bool) -> Option<Vec<Diagnostic>> {
-        use crate::core::closure::verify::{codes::LOCK_TAMPERED, verify};
         let lock = self.lock.as_ref()?;
-        let mut problems = verify(lock);
-        if lock.closure_sha256.is_none() {
-            problems.retain(|d| d.code != LOCK_TAMPERED);
-        }
+        let mut problems = crate::core::closure::verify::verify(lock);
         if problems.is_empty() {
             return None;
         }

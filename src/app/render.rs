@@ -31,8 +31,12 @@ pub enum LockFor {
 /// The lock to render: read from a lock file, or resolved from a spec.
 pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
     if is_lock_path(input) {
+        let lock = read_lock(input)?;
+        if let Some(refused) = check_against_spec(input, &lock, table)? {
+            return Ok(LockFor::Refused(refused));
+        }
         return Ok(LockFor::Ready {
-            lock: Box::new(read_lock(input)?),
+            lock: Box::new(lock),
             warnings: Vec::new(),
         });
     }
@@ -86,6 +90,87 @@ pub fn lock_for(input: &Path, table: &Table) -> Result<LockFor, Failure> {
     })
 }
 
+/// The specs a lock file may have been locked from, best first: in its folder, the files named
+/// like a spec, `envbuild.toml` (`.yaml`, `.yml`) before any other.
+fn specs_beside(lock_file: &Path) -> Vec<PathBuf> {
+    // A bound on what a planted folder can make render parse.
+    const MOST: usize = 32;
+    let dir = super::lock_path(lock_file, None)
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let is_spec = |p: &Path| {
+        p.extension()
+            .is_some_and(|e| e == "toml" || e == "yaml" || e == "yml")
+            && std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| is_spec(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort_by_key(|p| {
+        let stem = p.file_stem().and_then(|s| s.to_str()) != Some("envbuild");
+        (stem, p.clone())
+    });
+    found.truncate(MOST);
+    found
+}
+
+/// A lock file named `envbuild.lock` beside its spec is checked exactly as `lock --locked`
+/// checks it (the one check, [`super::lock::lock`]): a lock edited by hand, or stale, is
+/// refused, not rendered. Its spec is the one in its folder whose hash the lock records, else
+/// an `envbuild.toml` (`.yaml`, `.yml`) there, whose lock it is by name; a lock with neither
+/// beside it stands alone and is rendered after its own checks. `Some`: the refusal.
+fn check_against_spec(
+    input: &Path,
+    lock: &Lock,
+    table: &Table,
+) -> Result<Option<Vec<Diagnostic>>, Failure> {
+    if input.file_name() != Some(std::ffi::OsStr::new(crate::core::lock::FILE_NAME)) {
+        return Ok(None);
+    }
+    let candidates = specs_beside(input);
+    let held = lock
+        .choices
+        .iter()
+        .map(|(k, c)| (k.clone(), c.chosen.clone()))
+        .collect();
+    let claimed = candidates.iter().find(|p| {
+        load_spec_holding(p, table, &held)
+            .is_ok_and(|l| crate::core::resolve::spec_hash(&l.spec) == lock.spec_sha256)
+    });
+    let by_name = || {
+        candidates
+            .iter()
+            .find(|p| p.file_stem() == Some(std::ffi::OsStr::new("envbuild")))
+    };
+    let Some(spec) = claimed.or_else(by_name) else {
+        return Ok(None);
+    };
+    let req = super::lock::LockRequest {
+        spec,
+        out: None,
+        locked: true,
+        upgrade: false,
+        upgrade_packages: &[],
+        offline: false,
+        // A table-level lock (`lock --no-closure`) is checked as one.
+        no_closure: lock.closure.is_empty() && lock.closure_inputs.is_none(),
+    };
+    Ok(match super::lock::lock(table, &req)? {
+        super::lock::LockOutcome::Refused { diagnostics } => Some(
+            diagnostics
+                .into_iter()
+                .filter(Diagnostic::is_error)
+                .collect(),
+        ),
+        _ => None,
+    })
+}
+
 /// Render a lock in memory, with `--templates DIR` read first when given, and pip and conda
 /// pointed at `mirrors` (`--pip-mirror`, `--conda-mirror`, checked) when given.
 pub fn render_with(
@@ -123,12 +208,13 @@ pub struct Written {
 }
 
 /// Render `lock` (pip and conda pointed at `mirrors` when given) and write every file under
-/// `out`, all or nothing.
+/// `out`, all or nothing; a file there that envbuild did not write is replaced only with
+/// `force` (`OUTPUT_EXISTS`, and nothing is written, otherwise).
 pub fn write(
     lock: &Lock,
     templates: Option<&Path>,
     mirrors: &crate::core::closure::Mirrors,
-    out: &Path,
+    (out, force): (&Path, bool),
 ) -> Result<Written, Failure> {
     let rendered = render_with(lock, templates, mirrors)?;
     // write_all_atomic leaves files whose bytes are already on disk alone (mtimes too), and
@@ -138,19 +224,41 @@ pub fn write(
         .iter()
         .map(|(rel, bytes)| (PathBuf::from(rel), bytes.clone()))
         .collect();
-    // Only regular files are read back (a planted link to a device is refused below, not read).
-    let changed = files
-        .iter()
-        .filter(|(rel, bytes)| {
-            let path = out.join(rel);
-            let same = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
-                && crate::infra::fs::read_bounded(&path, bytes.len() as u64)
-                    .ok()
-                    .as_ref()
-                    == Some(bytes);
-            !same
-        })
-        .count();
+    let mut changed = 0;
+    let mut foreign = Vec::new();
+    for (rel, bytes) in &files {
+        match existing(&out.join(rel)) {
+            Some(old) if old == *bytes => {}
+            Some(old)
+                if !force && !crate::core::render::is_own_output(&rel.to_string_lossy(), &old) =>
+            {
+                foreign.push(crate::core::diag::shown(&out.join(rel)));
+                changed += 1;
+            }
+            _ => changed += 1,
+        }
+    }
+    if !foreign.is_empty() {
+        let (s, was, it) = if foreign.len() == 1 {
+            ("s", "was", "it")
+        } else {
+            ("", "were", "them")
+        };
+        return Err(Failure::one(
+            Diagnostic::error(
+                super::codes::OUTPUT_EXISTS,
+                format!(
+                    "{} already exist{s} and {was} not written by envbuild (no `{}` header): \
+                     render would replace {it}",
+                    foreign.join(", "),
+                    crate::core::render::GENERATED,
+                ),
+            )
+            .with_hint(format!(
+                "pass --force to overwrite {it}, or choose another --out"
+            )),
+        ));
+    }
     // No symlink at or under `out` is written through (one planted by a cloned repository).
     crate::infra::fs::write_tree(out, &files)?;
     Ok(Written {
@@ -158,6 +266,16 @@ pub fn write(
         files: files.len(),
         changed,
     })
+}
+
+/// The bytes of the regular file at `path` (at most a few MiB: a rendered file is small), or
+/// `None` when there is none. A planted link or a device is not read (`write_tree` refuses it).
+fn existing(path: &Path) -> Option<Vec<u8>> {
+    // Only regular files are read back (a planted link to a device is refused by the write).
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return None;
+    }
+    crate::infra::fs::read_bounded(path, 8 << 20).ok()
 }
 
 /// Write the embedded templates into `dir` (new or empty, or any with `force`); the count.

@@ -188,6 +188,10 @@ pub struct RenderArgs {
     /// Directory to write into (default: `render/` beside the input).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Replace files there that envbuild did not write (its own earlier output is replaced
+    /// without it).
+    #[arg(long)]
+    pub force: bool,
     /// Templates that override the embedded ones (user file first, embedded copy as fallback).
     #[arg(long, value_name = "DIR", env = "ENVBUILD_TEMPLATES")]
     pub templates: Option<PathBuf>,

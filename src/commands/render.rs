@@ -25,7 +25,12 @@ pub fn run(table: &Table, args: &RenderArgs) -> Result<i32, Failure> {
         .out
         .clone()
         .map_or_else(|| app::default_out(&args.input), Ok)?;
-    let w = app::write(&lock, args.templates.as_deref(), &mirrors, &out)?;
+    let w = app::write(
+        &lock,
+        args.templates.as_deref(),
+        &mirrors,
+        (&out, args.force),
+    )?;
     eprintln!(
         "rendered {} files into {} ({} changed)",
         w.files,

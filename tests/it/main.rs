@@ -37,6 +37,8 @@ mod import;
 mod learn;
 // `envbuild lock`: example specs, error snapshots, `--locked`, `--json`, bad input.
 mod lock;
+// A lock proves it is envbuild's own (its seal, its spec), and outputs never replace others' files.
+mod lock_trust;
 // `envbuild matrix` output, and `image SPEC...|DIR` argument handling without an engine.
 mod matrix;
 // ARCHITECTURE.md's module index, generated from each src file's `//!` doc.

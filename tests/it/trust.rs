@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A pip closure lock from the made-up wheel index, in a folder of its own.
-fn pip_closure_lock(name: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+pub(crate) fn pip_closure_lock(name: &str) -> (tempfile::TempDir, tempfile::TempDir) {
     let idx = tempdir();
     add_wheels(idx.path(), WHEELS);
     let work = tempdir();
@@ -28,7 +28,7 @@ fn pip_closure_lock(name: &str) -> (tempfile::TempDir, tempfile::TempDir) {
 }
 
 /// `render ARGS --out DIR` in `dir`.
-fn render_in(dir: &Path, input: &str, out: &str) -> std::process::Output {
+pub(crate) fn render_in(dir: &Path, input: &str, out: &str) -> std::process::Output {
     envbuild()
         .current_dir(dir)
         .args(["render", input, "--out", out])
@@ -37,7 +37,7 @@ fn render_in(dir: &Path, input: &str, out: &str) -> std::process::Output {
 }
 
 /// The `[[closure]]` entry `name`'s `key` in the lock text, replaced by `value`.
-fn edit_entry(text: &str, name: &str, key: &str, value: &str) -> String {
+pub(crate) fn edit_entry(text: &str, name: &str, key: &str, value: &str) -> String {
     let mut out = Vec::new();
     let mut inside = false;
     for line in text.lines() {

@@ -40,8 +40,8 @@ pub fn verify(lock: &Lock) -> Vec<Diagnostic> {
         (None, true) => {}
         (Some(_), true) => out.push(tampered("names a `closure_sha256` but has no closure")),
         (None, false) => out.push(tampered(
-            "has a closure but no `closure_sha256` (an older envbuild wrote it, or the line was \
-             removed by hand)",
+            "has a closure but no `closure_sha256`, the seal that vouches for its hashes: it was \
+             removed, and any entry may have been edited with it",
         )),
         (Some(h), false) if *h != closure_sha256(&lock.closure) => out.push(tampered(
             "has a closure that does not match its `closure_sha256`: an entry was changed, \
