@@ -15,6 +15,7 @@ pub fn trials() -> Vec<libtest_mimic::Trial> {
         other_templates_build_a_new_image_and_reuse_no_verdict,
         a_forged_registry_verdict_lets_no_run_skip,
         an_image_with_copied_labels_is_built_over_not_trusted,
+        an_image_with_copied_labels_is_never_pushed_as_the_build,
     ]
 }
 
@@ -296,4 +297,52 @@ fn an_image_with_copied_labels_is_built_over_not_trusted() {
         d.remove_image(&id);
     }
     d.assert_no_smoke_container("after the planted images");
+}
+
+/// With `--push` on a machine with no record, an image with copied labels planted at the build's
+/// tag is built over before anything is pushed: the registry gets envbuild's build, and the
+/// verdict beside it names that image, not the planted one.
+fn an_image_with_copied_labels_is_never_pushed_as_the_build() {
+    let test = "an_image_with_copied_labels_is_never_pushed_as_the_build";
+    let Some(d) = support::engine(test) else {
+        return;
+    };
+    let Some(r) = registry(test) else { return };
+    let base = support::fake_cuda_torch_image(&d);
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("envbuild.toml");
+    let n = nonce();
+    std::fs::write(
+        &spec,
+        support::spec_on_base(&format!("planted-push-{n}"), &base),
+    )
+    .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (code, first, err) = image(&spec, cache.path(), "none", &["--update-lock"]);
+    assert_eq!(code, Some(0), "{first}\n{err}");
+    let tag = first["builds"][0]["tags"][0].as_str().unwrap().to_string();
+    let real = d
+        .block_on(images::inspect(&d.engine, &tag))
+        .unwrap()
+        .expect("the real image");
+    let planted = plant(&d, &tag, &real.labels);
+
+    let repo = format!("{}/envbuild-test/planted-{n}", r.addr);
+    let fresh = tempfile::tempdir().unwrap();
+    let (code, doc, err) = image(&spec, fresh.path(), "none", &["--push", &repo]);
+    assert_eq!(code, Some(0), "{doc}\n{err}");
+    let build = &doc["builds"][0];
+    assert_eq!(build["skipped"], false, "trusted by its labels\n{doc}");
+    assert_eq!(build["not_built_here"], planted.as_str(), "{doc}");
+    let pushed = doc["pushed"][0]["image"].as_str().unwrap().to_string();
+    let verdict = envbuild::app::publish::show_verdict(&pushed)
+        .unwrap_or_else(|f| panic!("{f}"))
+        .verdict;
+    assert_eq!(verdict.image_id, build["image_id"].as_str().unwrap());
+    assert_ne!(verdict.image_id, planted, "the planted image was pushed");
+
+    d.remove_image(&tag);
+    d.remove_image(&pushed);
+    d.remove_image(&planted);
+    d.assert_no_smoke_container("after the planted push");
 }
