@@ -1,4 +1,5 @@
-//! Building one image variant through the engine: the skip-if-present check, the base-image
+//! Building one image variant through the engine: the skip of an image the caller recorded
+//! building (never one that only carries envbuild's labels), the base-image
 //! check (and pull), the choice of builder, the streamed build with step/cache accounting,
 //! error mapping and tagging. The request, event, outcome and log types both builders share
 //! are here; the classic builder's stream is [`legacy`], BuildKit's [`buildkit`], the choice
@@ -51,7 +52,7 @@ pub struct BuildRequest {
     pub extra_tags: Vec<String>,
     /// Extra labels (`org.opencontainers.image.*`).
     pub extra_labels: BTreeMap<String, String>,
-    /// Build even when an image with this lock hash and variant exists.
+    /// Build even when the image at the primary tag is one the caller recorded building.
     pub rebuild: bool,
     /// Build args: the host's proxy settings (`infra::network::proxy_build_args`), which the
     /// engine keeps out of the image's history and config.
