@@ -712,15 +712,22 @@ pub(crate) async fn build_and_smoke(
         })?),
         None => None,
     };
+    // The record of envbuild's own builds and the verdict cache both hold for one engine.
+    let engine_id = match opts.cache_dir {
+        Some(_) => docker::engine_id(engine).await,
+        None => None,
+    };
     let mut builds = Vec::new();
     for variant in &opts.variants {
         let mut req = build_request(rendered, opts, variant);
         req.cache = present_caches(engine, req.cache, creds_for).await;
+        let record = BuildRecord::of(opts, engine_id.as_deref(), &req);
+        let recorded = record.load();
         on_event(ImageEvent::BuildStarted { variant });
         let outcome = {
             let mut on_build = |event| on_event(ImageEvent::Build { variant, event });
             tokio::select! {
-                r = build_pulling(engine, &req, opts.pull, creds_for, &mut on_build) => r,
+                r = build_pulling(engine, &req, opts.pull, creds_for, &recorded, &mut on_build) => r,
                 // Dropping the build closes the connection; the engine then stops the build and
                 // (forcerm) removes its intermediate containers.
                 _ = interrupt.clone() => Err(drun::interrupted(&format!("the `{variant}` build"))),
@@ -730,10 +737,14 @@ pub(crate) async fn build_and_smoke(
             variant,
             outcome: outcome.as_ref().ok(),
         });
-        builds.push((variant.clone(), outcome?));
+        let outcome = outcome?;
+        if !outcome.skipped {
+            record.add(&outcome.image_id);
+        }
+        builds.push((variant.clone(), outcome));
     }
-    let scope = match opts.cache_dir {
-        Some(_) => cache_scope(engine, &opts.smoke).await,
+    let scope = match engine_id {
+        Some(id) => cache_scope(engine, id, &opts.smoke).await,
         None => None,
     };
     let mut smokes = Vec::new();
@@ -946,6 +957,7 @@ impl InstallCache<'_> {
                 &req,
                 self.opts.pull,
                 self.creds_for,
+                &[],
                 &mut on_build,
             )
             .await
@@ -997,6 +1009,50 @@ impl InstallCache<'_> {
     }
 }
 
+/// Where the ids of the images envbuild built for one build on this engine are recorded
+/// (`infra::built_images`): only an image with one of them is taken as that build, never one
+/// that merely carries its labels. No record without a cache folder or an engine id: then
+/// every image is built.
+struct BuildRecord<'a> {
+    dir: Option<&'a Path>,
+    key: Option<String>,
+}
+
+impl<'a> BuildRecord<'a> {
+    fn of(opts: &'a ImageOptions, engine_id: Option<&str>, req: &BuildRequest) -> Self {
+        let tag = req.primary_tag();
+        let key = engine_id.map(|engine_id| {
+            crate::core::built::BuildKey {
+                engine_id,
+                tag: &tag,
+                lock_sha256: &req.lock_hash,
+                content_sha256: req.content_sha256.as_deref(),
+                variant: &req.variant,
+                platform: req.platform.as_deref(),
+            }
+            .digest()
+        });
+        BuildRecord {
+            dir: opts.cache_dir.as_deref(),
+            key,
+        }
+    }
+
+    fn load(&self) -> Vec<String> {
+        match (self.dir, &self.key) {
+            (Some(dir), Some(key)) => crate::infra::built_images::load(dir, key),
+            _ => Vec::new(),
+        }
+    }
+
+    fn add(&self, image_id: &str) {
+        if let (Some(dir), Some(key)) = (self.dir, &self.key) {
+            // A record that cannot be written costs only a rebuild next time.
+            let _ = crate::infra::built_images::record(dir, key, image_id);
+        }
+    }
+}
+
 /// What a verdict on this engine rests on besides the image and the test itself.
 struct CacheScope {
     /// `docker info`'s ID.
@@ -1005,11 +1061,14 @@ struct CacheScope {
     gpus: String,
 }
 
-/// The engine's id and, in `gpu` mode, the driver and GPUs its containers get. `None` (no
-/// verdict is reused or stored) when the engine gives no id, or when it runs elsewhere in
-/// `gpu` mode: that machine's driver and GPUs cannot be probed from here.
-async fn cache_scope(engine: &Engine, smoke: &SmokeSettings) -> Option<CacheScope> {
-    let engine_id = docker::engine_id(engine).await?;
+/// The engine's id (`engine_id`) and, in `gpu` mode, the driver and GPUs its containers get.
+/// `None` (no verdict is reused or stored) when the engine runs elsewhere in `gpu` mode: that
+/// machine's driver and GPUs cannot be probed from here.
+async fn cache_scope(
+    engine: &Engine,
+    engine_id: String,
+    smoke: &SmokeSettings,
+) -> Option<CacheScope> {
     let gpus = match smoke.mode() {
         // No GPU is requested: the verdict cannot depend on the driver or the boards.
         Mode::Cpu => "no GPU requested".to_string(),

@@ -284,7 +284,7 @@ pub struct ImageArgs {
     /// Extra tag(s) for the built image.
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
-    /// Build even when an image with the same lock hash exists.
+    /// Build even when the image envbuild built for this lock and content exists.
     #[arg(long)]
     pub rebuild: bool,
     /// Run the smoke test even when this image already passed it on this engine.

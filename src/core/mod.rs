@@ -3,6 +3,7 @@
 //! touches a file, a process, the clock, tokio or bollard; callers pass text in and get values
 //! out, so tests drive it with values.
 
+pub mod built;
 pub mod closure;
 pub mod codes;
 pub mod compat;

@@ -3,6 +3,7 @@
 //! credentials and the smoke-verdict cache. Everything that
 //! touches the world lives here, below the use cases in `app` and above nothing but `core`.
 
+pub mod built_images;
 pub mod conda_solve;
 pub mod docker;
 pub mod fs;

@@ -164,13 +164,8 @@ pub(crate) fn fake_torch_image_on(
         platform: Some(platform.into()),
         tag_suffix: String::new(),
     };
-    d.block_on(envbuild::infra::docker::build::build(
-        &d.engine,
-        &req,
-        &mut |_| {},
-    ))
-    .unwrap_or_else(|f| panic!("building the {arch} fake-torch base: {f}"));
-    req.primary_tag()
+    support::build_once(d, &req)
+        .unwrap_or_else(|f| panic!("building the {arch} fake-torch base: {f}"))
 }
 
 pub(crate) fn image_arch(image: &str) -> String {

@@ -181,9 +181,7 @@ fn fake_torch_with_host_ca(d: &support::Docker) -> String {
         platform: None,
         tag_suffix: String::new(),
     };
-    d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
-        .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));
-    req.primary_tag()
+    support::build_once(d, &req).unwrap_or_else(|f| panic!("building the fake-torch base: {f}"))
 }
 
 /// A spec with docopt (an sdist: pip builds its wheel) and numpy as pip extras, built cold; then

@@ -63,13 +63,7 @@ fn build_image(
         platform: None,
         tag_suffix: String::new(),
     };
-    d.block_on(envbuild::infra::docker::build::build(
-        &d.engine,
-        &req,
-        &mut |_| {},
-    ))
-    .unwrap_or_else(|f| panic!("building {name}: {f}"));
-    req.primary_tag()
+    crate::engine_support::build_once(d, &req).unwrap_or_else(|f| panic!("building {name}: {f}"))
 }
 
 /// `envbuild test IMAGE --lock LOCK --gpus none --json`: the `closure` check's (status, code,

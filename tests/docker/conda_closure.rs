@@ -111,13 +111,7 @@ fn build(
         platform: None,
         tag_suffix: String::new(),
     };
-    d.block_on(envbuild::infra::docker::build::build(
-        &d.engine,
-        &req,
-        &mut |_| {},
-    ))
-    .map_err(|f| f.to_string())?;
-    Ok(req.primary_tag())
+    crate::engine_support::build_once(d, &req).map_err(|f| f.to_string())
 }
 
 /// `envbuild test IMAGE --lock LOCK --gpus none --json`: the `closure` check's status, code and

@@ -844,9 +844,21 @@ fn fake_cuda_torch_on(d: &Docker, base: &str, name: &str) -> String {
         platform: None,
         tag_suffix: String::new(),
     };
-    d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
-        .unwrap_or_else(|f| panic!("building the fake-torch base: {f}"));
-    req.primary_tag()
+    build_once(d, &req).unwrap_or_else(|f| panic!("building the fake-torch base: {f}"))
+}
+
+/// Build a test base through envbuild's engine layer, once per engine: `build` itself reuses no
+/// image (only `envbuild image` does, by the ids it recorded building), so a base already at
+/// its content-addressed tag is taken as it is here: these names belong to the tests.
+pub fn build_once(
+    d: &Docker,
+    req: &docker::build::BuildRequest,
+) -> Result<String, envbuild::core::diag::Failure> {
+    let tag = req.primary_tag();
+    if d.block_on(images::inspect(&d.engine, &tag))?.is_none() {
+        d.block_on(docker::build::build(&d.engine, req, &mut |_| {}))?;
+    }
+    Ok(tag)
 }
 
 /// A spec on `base`, declared to provide torch (2.5.1, CUDA 12.4), no companions, runtime only.

@@ -169,9 +169,7 @@ fn torch_import_hangs_image(d: &support::Docker) -> String {
         platform: None,
         tag_suffix: String::new(),
     };
-    d.block_on(docker::build::build(&d.engine, &req, &mut |_| {}))
-        .unwrap_or_else(|f| panic!("building the hanging-torch base: {f}"));
-    req.primary_tag()
+    support::build_once(d, &req).unwrap_or_else(|f| panic!("building the hanging-torch base: {f}"))
 }
 
 /// Ctrl-C while two specs' smoke tests run at once: envbuild exits 1 with `INTERRUPTED`, still

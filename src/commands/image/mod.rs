@@ -116,7 +116,7 @@ fn run_json(
             .builds
             .iter()
             .map(|(variant, b)| {
-                serde_json::json!({
+                let mut build = serde_json::json!({
                     "variant": variant,
                     "image_id": b.image_id,
                     "tags": b.tags,
@@ -126,7 +126,12 @@ fn run_json(
                     "context_bytes": b.context_bytes,
                     "context_sha256": b.context_sha256,
                     "build_s": b.elapsed.as_secs_f64(),
-                })
+                });
+                if let Some(id) = &b.not_built_here {
+                    // The image found at the tag, built over: envbuild had no record of it.
+                    build["not_built_here"] = id.clone().into();
+                }
+                build
             })
             .collect::<Vec<_>>()
             .into(),

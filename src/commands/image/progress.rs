@@ -281,6 +281,13 @@ impl Progress {
                     "[{v}] {tag} ({id}) was built from this lock: build skipped (--rebuild forces it)"
                 ));
             }
+            BuildEvent::NotBuiltHere { tag, image_id } => {
+                let id = clip(&image_id, 19);
+                self.line(&format!(
+                    "[{v}] {tag} ({id}) was not built by envbuild here: building (an image is \
+                     reused only by the id envbuild recorded building it, never by its labels)"
+                ));
+            }
             BuildEvent::Builder(which) => self.line(&format!("[{v}] builder: {which}")),
             BuildEvent::CacheFrom { used, missing } => {
                 let mut said = if used.is_empty() {
@@ -437,6 +444,7 @@ mod tests {
             image_id: "sha256:1".into(),
             tags: vec!["env:runtime-0123456789ab".into()],
             skipped: false,
+            not_built_here: None,
             steps: 3,
             cached_steps: 1,
             context_bytes: 2048,

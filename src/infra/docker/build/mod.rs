@@ -1,4 +1,5 @@
-//! Building one image variant through the engine: the skip-if-present check, the base-image
+//! Building one image variant through the engine: the skip of an image the caller recorded
+//! building (never one that only carries envbuild's labels), the base-image
 //! check (and pull), the choice of builder, the streamed build with step/cache accounting,
 //! error mapping and tagging. The request, event, outcome and log types both builders share
 //! are here; the classic builder's stream is [`legacy`], BuildKit's [`buildkit`], the choice
@@ -13,6 +14,7 @@ use super::context::{build_context, label_target_stage, parse_dockerfile, BuildC
 use super::errors::{base_in_message, base_missing, BaseMissing, BaseSeen};
 use super::limits::{self, Call};
 use super::{codes, images, short_error, Engine};
+use crate::core::built::Reuse;
 use crate::core::diag::{Diagnostic, Failure};
 use crate::core::image_ref::{is_image_tag, pull_parts};
 use crate::core::render::{LABEL_LOCK_SHA256, LABEL_LOCK_SUMMARY, LABEL_VARIANT};
@@ -50,7 +52,7 @@ pub struct BuildRequest {
     pub extra_tags: Vec<String>,
     /// Extra labels (`org.opencontainers.image.*`).
     pub extra_labels: BTreeMap<String, String>,
-    /// Build even when an image with this lock hash and variant exists.
+    /// Build even when the image at the primary tag is one the caller recorded building.
     pub rebuild: bool,
     /// Build args: the host's proxy settings (`infra::network::proxy_build_args`), which the
     /// engine keeps out of the image's history and config.
@@ -105,8 +107,12 @@ impl BuildRequest {
 /// Progress as the build goes, for the caller to display.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BuildEvent {
-    /// An image with this lock hash and variant exists; nothing is built.
+    /// The image envbuild built for this very build on this engine is at its tag (its id is
+    /// in the caller's record); nothing is built.
     Skipped { tag: String, image_id: String },
+    /// An image is at the build's tag that envbuild has no record of building for this build
+    /// on this engine (whatever its labels say): it is not trusted, the build runs over it.
+    NotBuiltHere { tag: String, image_id: String },
     /// The context is ready to send.
     Context { bytes: usize, files: usize },
     /// `Step N/M : INSTRUCTION` began.
@@ -154,6 +160,9 @@ pub struct BuildOutcome {
     pub tags: Vec<String>,
     /// True when an existing image was reused.
     pub skipped: bool,
+    /// The id of an image found at the primary tag that envbuild had no record of building
+    /// (so it was built over, [`BuildEvent::NotBuiltHere`]).
+    pub not_built_here: Option<String>,
     pub steps: usize,
     pub cached_steps: usize,
     pub context_bytes: usize,
@@ -188,14 +197,14 @@ fn tail_text(tail: &VecDeque<String>) -> String {
         .join("\n")
 }
 
-/// Build one variant, or reuse the image when one with the same lock hash and variant exists;
-/// nothing is pulled.
+/// Build one variant; nothing is pulled, and no image at its tag is reused (no record of
+/// envbuild's own builds is given: see [`build_pulling`]).
 pub async fn build(
     engine: &Engine,
     req: &BuildRequest,
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<BuildOutcome, Failure> {
-    build_pulling(engine, req, PullPolicy::Never, &|_| Ok(None), on_event).await
+    build_pulling(engine, req, PullPolicy::Never, &|_| Ok(None), &[], on_event).await
 }
 
 /// Where the credentials of a registry host come from (`infra::registry_auth::for_host`, or a
@@ -205,38 +214,43 @@ pub type CredsFor<'a> = dyn Fn(&str) -> Result<Option<crate::infra::registry_aut
     + Sync
     + 'a;
 
-/// [`build`], pulling the `FROM` images as `pull` says, with credentials from `creds`.
+/// Build one variant, pulling the `FROM` images as `pull` says, with credentials from `creds`;
+/// or, without `rebuild`, reuse the image at its primary tag when its id is one of `recorded`
+/// (the ids envbuild recorded building for this very build on this engine,
+/// `infra::built_images`). Labels decide nothing: anyone can copy them onto any image.
 pub async fn build_pulling(
     engine: &Engine,
     req: &BuildRequest,
     pull: PullPolicy,
     creds: &CredsFor<'_>,
+    recorded: &[String],
     on_event: &mut (dyn FnMut(BuildEvent) + Send),
 ) -> Result<BuildOutcome, Failure> {
     let started = Instant::now();
     let tags = checked_tags(req)?;
     let primary = tags[0].clone();
     let (dockerfile, context) = labelled_context(req, &req.dockerfile)?;
-    let outcome = |image_id: String, log: Option<&BuildLog>, context: &BuildContext| BuildOutcome {
+    let outcome = |image_id: String,
+                   log: Option<&BuildLog>,
+                   context: &BuildContext,
+                   not_built_here: Option<String>| BuildOutcome {
         image_id,
         tags: tags.clone(),
         skipped: log.is_none(),
+        not_built_here,
         steps: log.map_or(0, |l| l.steps),
         cached_steps: log.map_or(0, |l| l.cached),
         context_bytes: context.tar.len(),
         context_sha256: context.sha256.clone(),
         elapsed: started.elapsed(),
     };
-    if !req.rebuild {
-        if let Some(id) = existing_image(engine, req, &primary).await? {
-            on_event(BuildEvent::Skipped {
-                tag: primary.clone(),
-                image_id: id.clone(),
-            });
+    let not_built_here = match reuse(engine, &primary, recorded, req.rebuild, on_event).await? {
+        Reuse::Reuse(id) => {
             tag_extra(engine, &id, &req.extra_tags).await?;
-            return Ok(outcome(id, None, &context));
+            return Ok(outcome(id, None, &context, None));
         }
-    }
+        Reuse::Build { untrusted } => untrusted,
+    };
     // Chosen only now, so the no-op above costs no extra round trip to the engine.
     let builder = builder::choose(engine).await?;
     let dockerfile_name = dockerfile_for(req, &builder);
@@ -305,11 +319,11 @@ pub async fn build_pulling(
         log = legacy::stream(engine, req, &primary, &plain, on_event).await?;
         let image_id = built_image(engine, req, &primary, &log, &bases).await?;
         tag_extra(engine, &image_id, &req.extra_tags).await?;
-        return Ok(outcome(image_id, Some(&log), &plain));
+        return Ok(outcome(image_id, Some(&log), &plain, not_built_here));
     }
     let image_id = built_image(engine, req, &primary, &log, &bases).await?;
     tag_extra(engine, &image_id, &req.extra_tags).await?;
-    Ok(outcome(image_id, Some(&log), &context))
+    Ok(outcome(image_id, Some(&log), &context, not_built_here))
 }
 
 /// The `ENVBUILD_WHEELS` build arg of a BuildKit build of `dockerfile` ([`builder::wheels_for`]):
@@ -446,18 +460,32 @@ fn dockerfile_for(req: &BuildRequest, builder: &Builder) -> String {
     }
 }
 
-/// The id of the image tagged `primary` when it was built from this lock and variant.
-async fn existing_image(
+/// Whether the image at `primary` stands for this build (`core::built::decide`: only an id in
+/// `recorded`), said as [`BuildEvent::Skipped`] or [`BuildEvent::NotBuiltHere`].
+async fn reuse(
     engine: &Engine,
-    req: &BuildRequest,
     primary: &str,
-) -> Result<Option<String>, Failure> {
-    Ok(images::inspect(engine, primary).await?.and_then(|i| {
-        let same = i.labels.get(LABEL_LOCK_SHA256) == Some(&req.lock_hash)
-            && i.labels.get(LABEL_VARIANT) == Some(&req.variant)
-            && i.labels.get(LABEL_CONTENT_SHA256) == req.content_sha256.as_ref();
-        same.then_some(i.id)
-    }))
+    recorded: &[String],
+    rebuild: bool,
+    on_event: &mut (dyn FnMut(BuildEvent) + Send),
+) -> Result<Reuse, Failure> {
+    let found = images::inspect(engine, primary).await?.map(|i| i.id);
+    let decided = crate::core::built::decide(found.as_deref(), recorded, rebuild);
+    let tag = primary.to_string();
+    match &decided {
+        Reuse::Reuse(id) => on_event(BuildEvent::Skipped {
+            tag,
+            image_id: id.clone(),
+        }),
+        Reuse::Build {
+            untrusted: Some(id),
+        } => on_event(BuildEvent::NotBuiltHere {
+            tag,
+            image_id: id.clone(),
+        }),
+        Reuse::Build { untrusted: None } => {}
+    }
+    Ok(decided)
 }
 
 /// The `ENGINE_TIMEOUT` of a build stream that stayed silent past the idle limit, naming the
