@@ -344,7 +344,7 @@ pub fn project_wheels(project: &Path, rel: &str) -> Result<Vec<(String, Vec<u8>)
     let refuse = |why: String| {
         Failure::one(
             Diagnostic::error(
-                crate::infra::docker::codes::CONTEXT_INVALID,
+                crate::core::codes::docker::CONTEXT_INVALID,
                 format!(
                     "`[image] wheels` folder `{}` {why}",
                     crate::core::diag::printable(rel)
@@ -1256,11 +1256,14 @@ mod tests {
         let meta = std::fs::metadata("/dev/null").unwrap();
         assert!(meta.file_type().is_char_device(), "/dev/null was replaced");
 
-        // A link into /dev is followed; any other is refused and its target left alone.
+        // A link named in /dev is written through; any other is refused (one to a device
+        // too: a checkout's link names nothing the user chose), its target left alone.
+        write_atomic(Path::new("/dev/stderr"), b"").unwrap();
         let dir = tempfile::tempdir().unwrap();
         let to_null = dir.path().join("null.xml");
         std::os::unix::fs::symlink("/dev/null", &to_null).unwrap();
-        write_atomic(&to_null, b"<xml/>").unwrap();
+        let err = write_atomic(&to_null, b"<xml/>").unwrap_err();
+        assert_eq!(err.diagnostics[0].code, OUTPUT_SYMLINK, "{err}");
         let real = dir.path().join("real.xml");
         std::fs::write(&real, "old").unwrap();
         let link = dir.path().join("report.xml");
