@@ -144,7 +144,10 @@ pub fn write(
         .filter(|(rel, bytes)| {
             let path = out.join(rel);
             let same = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
-                && std::fs::read(&path).ok().as_ref() == Some(bytes);
+                && crate::infra::fs::read_bounded(&path, bytes.len() as u64)
+                    .ok()
+                    .as_ref()
+                    == Some(bytes);
             !same
         })
         .count();

@@ -164,6 +164,37 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     })
 }
 
+/// Read at most `max` bytes of a regular file, for the files that environment variables and
+/// the host name (`ENVBUILD_PROC_DRIVER_VERSION`, `DOCKER_CONFIG`, the CA bundle, the verdict
+/// cache) and for files read back beside outputs. Opened without blocking and then checked by
+/// its descriptor (no race with a swap after a check): a FIFO, device or socket is refused
+/// before a byte is read, and a file over `max` is refused rather than read on.
+pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "it is not a regular file (a pipe, device, socket or folder)",
+        ));
+    }
+    let mut bytes = Vec::with_capacity(meta.len().min(max) as usize);
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!("it is over {max} bytes")));
+    }
+    Ok(bytes)
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_bounded_text(path: &Path, max: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bounded(path, max)?)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+}
+
 /// Read a `--templates DIR` into memory: every regular file directly in DIR whose name does not
 /// start with `.`, each through [`read_text`]. Symlinks and subdirectories are not followed (a
 /// template cannot pull in a file from outside DIR).
@@ -209,7 +240,7 @@ pub fn project_wheels(project: &Path, rel: &str) -> Result<Vec<(String, Vec<u8>)
     let refuse = |why: String| {
         Failure::one(
             Diagnostic::error(
-                crate::infra::docker::codes::CONTEXT_INVALID,
+                crate::core::codes::docker::CONTEXT_INVALID,
                 format!(
                     "`[image] wheels` folder `{}` {why}",
                     crate::core::diag::printable(rel)
@@ -945,6 +976,28 @@ fn set_mode(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bounded_reads_refuse_pipes_devices_and_large_files_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) with a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        for p in [fifo.as_path(), Path::new("/dev/zero"), dir.path()] {
+            let e = read_bounded(p, 1024).expect_err("not a regular file");
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        let big = dir.path().join("big");
+        std::fs::write(&big, vec![b'x'; 2048]).unwrap();
+        assert!(read_bounded(&big, 1024)
+            .unwrap_err()
+            .to_string()
+            .contains("over 1024"));
+        assert_eq!(read_bounded_text(&big, 4096).unwrap().len(), 2048);
+    }
 
     #[test]
     fn a_fifo_nobody_reads_is_refused_and_one_read_is_written() {

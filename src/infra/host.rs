@@ -45,6 +45,10 @@ pub struct ProbeConfig {
 
 pub const PROC_DRIVER_VERSION: &str = "/proc/driver/nvidia/version";
 
+/// The driver's version file is a few hundred bytes; `ENVBUILD_PROC_DRIVER_VERSION` may name
+/// any file, so more is refused (a device would otherwise be read without end).
+const MAX_PROC_VERSION: u64 = 64 * 1024;
+
 impl ProbeConfig {
     pub fn from_env() -> ProbeConfig {
         ProbeConfig::from_vars(|k| std::env::var(k).ok())
@@ -227,7 +231,7 @@ pub fn gpu_identity(cfg: &ProbeConfig) -> GpuIdentity {
         }
     }
     GpuIdentity {
-        driver: std::fs::read_to_string(&cfg.proc_version)
+        driver: crate::infra::fs::read_bounded_text(&cfg.proc_version, MAX_PROC_VERSION)
             .ok()
             .and_then(|t| parse_proc_driver_version(&t))
             .map(|v| v.to_string()),
@@ -263,7 +267,7 @@ fn probe_real(cfg: &ProbeConfig, table: &Table) -> Found {
     }
     if found.driver.is_none() {
         let path = &cfg.proc_version;
-        match std::fs::read_to_string(path) {
+        match crate::infra::fs::read_bounded_text(path, MAX_PROC_VERSION) {
             Ok(text) => match parse_proc_driver_version(&text) {
                 Some(v) => found.driver = Some((v, crate::core::diag::shown(path))),
                 None => found.notes.push(format!(

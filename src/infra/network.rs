@@ -164,21 +164,9 @@ pub fn read_ca_bundle(origin: &str, path: &Path) -> Result<Vec<u8>, Failure> {
     Ok(bytes)
 }
 
-/// A regular file (a pipe or device is refused before it is opened) of at most 8 MiB.
+/// A regular file (a pipe or device is refused without blocking) of at most 8 MiB.
 fn read_small_file(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if !meta.is_file() {
-        return Err("it is not a regular file".into());
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CA_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| e.to_string())?;
-    if bytes.len() as u64 > MAX_CA_BYTES {
-        return Err(format!("it is over {MAX_CA_BYTES} bytes"));
-    }
-    Ok(bytes)
+    crate::infra::fs::read_bounded(path, MAX_CA_BYTES).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

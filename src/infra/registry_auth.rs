@@ -104,7 +104,8 @@ pub fn for_host(host: &str) -> Result<Option<Credentials>, Failure> {
                 "point DOCKER_CONFIG at the folder of a docker config.json",
             ))
         }
-        Ok(_) => std::fs::read_to_string(&path).map_err(|e| Failure::io(&path, &e))?,
+        Ok(_) => crate::infra::fs::read_bounded_text(&path, 1 << 20)
+            .map_err(|e| Failure::io(&path, &e))?,
     };
     let config = serde_json::from_str::<DockerConfig>(&text).map_err(|e| {
         auth_failure(

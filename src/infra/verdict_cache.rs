@@ -70,7 +70,8 @@ fn path(dir: &Path, key: &str) -> PathBuf {
 
 /// The verdict stored under `key` (a [`VerdictKey::digest`]), if one can be read.
 pub fn load(dir: &Path, key: &str) -> Option<StoredVerdict> {
-    let text = std::fs::read_to_string(path(dir, key)).ok()?;
+    // The cache folder is named by the environment: a FIFO or device there is not waited on.
+    let text = crate::infra::fs::read_bounded_text(&path(dir, key), 1 << 20).ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -204,3 +204,42 @@ fn a_signal_during_a_lock_leaves_no_temporary_folder() {
         assert!(!work.path().join("envbuild.lock").exists());
     }
 }
+
+/// A file an environment variable names (`ENVBUILD_PROC_DRIVER_VERSION` here; `DOCKER_CONFIG`,
+/// the CA bundle and the verdict cache go through the same reader) that is a FIFO nobody
+/// writes or a device without end is refused without blocking or reading on: `doctor` ends
+/// promptly and says why the file was not read.
+#[test]
+fn a_file_named_by_the_environment_is_read_bounded_never_blocking() {
+    let dir = tempdir();
+    let fifo = dir.path().join("version");
+    mkfifo(&fifo);
+    for named in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
+        let started = std::time::Instant::now();
+        let out = envbuild()
+            .arg("doctor")
+            .env("ENVBUILD_DOCKER_CHECK", "0")
+            .env("ENVBUILD_NO_NVML", "1")
+            .env("ENVBUILD_NVIDIA_SMI", "none")
+            .env("ENVBUILD_PROC_DRIVER_VERSION", named)
+            .timeout(std::time::Duration::from_secs(30))
+            .output()
+            .unwrap();
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            stderr_of(&out)
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{}: it waited",
+            named.display()
+        );
+        assert!(out.status.code().is_some(), "{}: {all}", named.display());
+        assert!(
+            all.contains("not a regular file"),
+            "{}: {all}",
+            named.display()
+        );
+    }
+}
