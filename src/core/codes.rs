@@ -130,7 +130,7 @@ registry! {
     /// Rendering with templates (`core::render::codes`, `core::render::templates`).
     mod render {
         TEMPLATE_ERROR: Error, "A `--templates` file failed to render.";
-        TEMPLATE_BUDGET: Error, "A template ran out of its instruction, nesting or output budget.";
+        TEMPLATE_BUDGET: Error, "A template ran out of its instruction, nesting, output or value-size budget.";
     }
     /// `envbuild import` (`core::import::codes`).
     mod import {

@@ -243,3 +243,61 @@ fn a_file_named_by_the_environment_is_read_bounded_never_blocking() {
         );
     }
 }
+
+/// Template expressions that build far more than they are charged for (a list of one long
+/// string repeated, joined, stringified, sorted, compared; a huge repetition or range) stop
+/// with a clear error in bounded time and memory, under a 4 GiB address-space limit where
+/// they used to abort the process.
+#[test]
+fn a_template_that_allocates_without_end_is_stopped_within_its_budget() {
+    use std::os::unix::process::CommandExt;
+    let lock = root().join("specs/torch-gpu-env/envbuild.lock");
+    let budget = [
+        "{% set s = 'x' * 10000000 %}{{ ([s] * 1000) | join | length }}",
+        "{% set s = 'x' * 10000000 %}{{ ([s] * 1000) | join(s) | length }}",
+        "{% set s = 'x' * 10000000 %}{{ ([s] * 1000) | string | length }}",
+        "{% set s = 'x' * 10000000 %}{{ ([s] * 1000) | sort | list | length }}",
+        "{% set s = 'x' * 10000000 %}{{ ([s] * 1000) | min | length }}",
+        "{% set s = 'x' * 100000 %}{{ ([s] * 100000) | map('upper') | join | length }}",
+        "{{ 'x' * 1000000000 }}",
+        "{{ range(10 ** 9) | list | length }}",
+        "{% set ns = namespace(s='x' * 10000000) %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+    ];
+    for body in budget {
+        let tmp = tempdir();
+        let templates = tmp.path().join("t");
+        fs::create_dir(&templates).unwrap();
+        write(&templates, "Dockerfile.j2", body);
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("envbuild"));
+        cmd.arg("render")
+            .arg(&lock)
+            .arg("--templates")
+            .arg(&templates)
+            .arg("--out")
+            .arg(tmp.path().join("r"));
+        // SAFETY: setrlimit(2) only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 4 << 30,
+                    rlim_max: 4 << 30,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &limit);
+                Ok(())
+            });
+        }
+        let started = std::time::Instant::now();
+        let out = cmd.output().unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{body}: {err}");
+        assert!(
+            err.contains("TEMPLATE_BUDGET") && err.contains("hint:"),
+            "{body}: {err}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "{body}: too slow"
+        );
+        assert!(!tmp.path().join("r").exists(), "{body}");
+    }
+}

@@ -13,6 +13,7 @@
 
 mod conda;
 pub mod filters;
+mod guard;
 pub mod layers;
 mod templates;
 

@@ -74,7 +74,14 @@ pub(super) fn render_capped(
     }
 }
 
-/// `TEMPLATE_BUDGET` when `e` is a spent budget (fuel, depth or output size) of `template`;
+/// minijinja's own refusals of one repetition or range too large: a size budget too.
+const SIZE_CAPS: &[&str] = &[
+    "repeated string is too large",
+    "repeated sequence is too large",
+    "range has too many elements",
+];
+
+/// `TEMPLATE_BUDGET` when `e` is a spent budget (fuel, depth, output or value size) of `template`;
 /// `origin` names the `--templates` folder, `None` for the embedded set.
 pub(super) fn budget_failure(template: &str, e: &Error, origin: Option<&str>) -> Option<Failure> {
     let detail = format!("{e:#}");
@@ -84,6 +91,13 @@ pub(super) fn budget_failure(template: &str, e: &Error, origin: Option<&str>) ->
         format!("nested calls or includes deeper than {DEPTH} levels")
     } else if detail.contains(OUTPUT_SPENT) {
         format!("wrote more than {MAX_OUTPUT} bytes")
+    } else if SIZE_CAPS.iter().any(|m| detail.contains(m)) {
+        "made a repetition or range past minijinja's size cap".to_string()
+    } else if detail.contains(super::guard::INPUT_SPENT) {
+        format!(
+            "gave a filter more than {} bytes to work on",
+            super::guard::MAX_INPUT
+        )
     } else {
         return None;
     };
@@ -186,6 +200,7 @@ pub(super) fn environment(
             .keep_trailing_newline(true)
             .build()?,
     );
+    super::guard::install(&mut env);
     env.add_filter("dq", |s: String| filters::dq(&s));
     env.add_filter("yaml_str", |s: String| filters::yaml_str(&s));
     env.add_filter("toml_str", |s: String| filters::toml_str(&s));
