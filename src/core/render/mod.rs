@@ -860,7 +860,7 @@ fn check_conda_values(c: &mut ValueCheck, p: &crate::core::lock::ClosurePkg) {
 /// Package names and versions, CUDA and driver versions.
 fn check_version_values(c: &mut ValueCheck, lock: &Lock) {
     for (k, v) in &lock.packages {
-        c.check("packages", k, word(k, "._-"), "a package name");
+        c.check("packages", k, rules::package_name(k), "a package name");
         c.check("packages", v, rules::version(v), "an exact version");
     }
     c.check("cuda", &lock.cuda, word(&lock.cuda, "."), "a CUDA version");

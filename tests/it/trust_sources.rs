@@ -1,0 +1,170 @@
+//! Issue 38's source and fact classes, attacked as a hostile checkout or index would: package
+//! names that are not PEP 508 names (in the spec, an imported file and a lock), `--table` files
+//! that state one fact twice or an impossible date, a conda channel alias with path tricks, a
+//! yanked release, and extra indexes that serve their files outside their `/simple` path
+//! (GitLab, devpi).
+
+use crate::support::*;
+use std::fs;
+use std::path::Path;
+
+/// A table-level spec (no closure) whose `pip` list holds `entry`.
+fn spec_with_pip(entry: &str) -> String {
+    format!(
+        "name = \"names\"\npython = \"3.12\"\npytorch = \"2.9.1\"\ncuda = \"12.8\"\n\
+         pip = [\"{entry}\"]\n\n[target]\ndriver = \"570.133.20\"\ngpus = [\"H100\"]\n\n\
+         [lock]\nclosure = false\n"
+    )
+}
+
+fn lock_file(dir: &Path, args: &[&str]) -> std::process::Output {
+    envbuild()
+        .current_dir(dir)
+        .arg("lock")
+        .arg("envbuild.toml")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Names that break PEP 508 at an edge (`foo_`, `foo.`, `-foo`) are refused by the spec, by
+/// `import` and, in a lock edited to carry one, by `render`; a valid name still locks.
+#[test]
+fn names_that_are_not_pep_508_names_are_refused_where_they_enter() {
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec_with_pip("einops==0.8.1"),
+    );
+    let out = lock_file(work.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let good = fs::read_to_string(work.path().join("envbuild.lock")).unwrap();
+    for bad in [
+        "einops_==0.8.1",
+        "einops.==0.8.1",
+        "einops-==0.8.1",
+        "einops[extra_]==0.8.1",
+    ] {
+        let dir = tempdir();
+        write(dir.path(), "envbuild.toml", &spec_with_pip(bad));
+        let out = lock_file(dir.path(), &[]);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {err}");
+        assert!(err.contains("INVALID_SPEC"), "{bad}: {err}");
+        assert!(!dir.path().join("envbuild.lock").exists(), "{bad}");
+    }
+    let err = stderr_of(&lock_file_with(&spec_with_pip("einops_==0.8.1")));
+    assert!(err.contains("not a valid package name (PEP 508"), "{err}");
+    // import: a requirements file with such a name is refused at its line.
+    let dir = tempdir();
+    let req = write(dir.path(), "requirements.txt", "torch==2.9.1\nfoo_==1.0\n");
+    let out = envbuild()
+        .args(["import", "--python", "3.12"])
+        .arg(&req)
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("foo_==1.0"), "{err}");
+    // The lock reader: a lock edited to carry one is not rendered.
+    let edited = good.replace("einops = \"0.8.1\"", "einops_ = \"0.8.1\"");
+    assert_ne!(edited, good);
+    let dir = tempdir();
+    write(dir.path(), "envbuild.lock", &edited);
+    let out = envbuild()
+        .current_dir(dir.path())
+        .args(["render", "envbuild.lock", "--out", "out"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).contains("einops_"), "{}", stderr_of(&out));
+    assert!(!dir.path().join("out").exists());
+}
+
+fn lock_file_with(spec: &str) -> std::process::Output {
+    let dir = tempdir();
+    write(dir.path(), "envbuild.toml", spec);
+    lock_file(dir.path(), &[])
+}
+
+/// A `--table` file that states one fact twice (a second `[[numpy1]]` row for a Python, a
+/// second `[[conda_forge_build]]` row for a CUDA) is refused at load, naming the row kind and
+/// key, where row order used to decide the answer.
+#[test]
+fn a_table_that_states_a_fact_twice_is_refused_at_load() {
+    let dump = envbuild().args(["table", "--toml"]).output().unwrap();
+    assert!(dump.status.success());
+    let text = String::from_utf8(dump.stdout).unwrap();
+    let spec = root().join("specs/torch29-cu128/envbuild.toml");
+    for (kind, row) in [
+        (
+            "numpy1",
+            "[[numpy1]]\npython = \"3.8\"\nversion = \"1.17.0\"\nsource = \"numpy-python\"\n",
+        ),
+        (
+            "conda_forge_build",
+            "[[conda_forge_build]]\ncuda = \"10.2\"\narch = [\"9.0\"]\nptx = []\n\
+             glibc = \"2.17\"\nsource = \"cf-feedstock\"\n",
+        ),
+    ] {
+        let tmp = tempdir();
+        let table = write(tmp.path(), "table.toml", &format!("{text}\n{row}"));
+        let out = envbuild()
+            .arg("--table")
+            .arg(&table)
+            .arg("lock")
+            .arg(&spec)
+            .arg("--out")
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{kind}: {err}");
+        assert!(err.contains("TABLE_INVALID"), "{kind}: {err}");
+        assert!(
+            err.contains(&format!("[[{kind}]] repeats the key")),
+            "{err}"
+        );
+        assert!(!tmp.path().join("envbuild.lock").exists(), "{kind}");
+    }
+}
+
+/// `table learn` takes only real calendar days: February 30 and April 31 are refused in
+/// `--date` (a usage error) and in a report (the report is refused whole).
+#[test]
+fn impossible_dates_are_refused_by_table_learn() {
+    use crate::support::learn::{learn, os, real_report};
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(real_report()).unwrap()).unwrap();
+    let env = doc["smoke"][0]["report"]["environment"]
+        .as_object_mut()
+        .unwrap();
+    env.remove("date");
+    let tmp = tempdir();
+    let undated = write(tmp.path(), "undated.json", &doc.to_string());
+    for day in ["2026-02-30", "2026-04-31", "2025-02-29"] {
+        let out = learn(None, &[os(&undated), "--date".as_ref(), day.as_ref()]);
+        assert_eq!(out.status.code(), Some(2), "{day}: {}", stderr_of(&out));
+        assert!(stderr_of(&out).contains(day), "{}", stderr_of(&out));
+    }
+    let out = learn(
+        None,
+        &[os(&undated), "--date".as_ref(), "2024-02-29".as_ref()],
+    );
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    doc["smoke"][0]["report"]["environment"]["date"] = "2026-02-30".into();
+    let bad = write(tmp.path(), "bad.json", &doc.to_string());
+    let out = learn(None, &[os(&bad)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("LEARN_INPUT_INVALID"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(
+        stderr_of(&out).contains("2026-02-30"),
+        "{}",
+        stderr_of(&out)
+    );
+}
