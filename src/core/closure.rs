@@ -271,6 +271,13 @@ fn mirror_url(url: &str, tool: &str, form: &str, credentials: &str) -> Result<St
     {
         return Err(format!("the {tool} mirror's URL carries credentials, which would be written into the rendered files and the image: {credentials}"));
     }
+    if let Some(trick) = crate::core::url::path_trick(u) {
+        return Err(format!(
+            "the {tool} mirror `{}` has {trick}, which would make its files' URLs name another \
+             folder than the mirror's: write the mirror's URL as its server names it",
+            crate::core::diag::printable(u)
+        ));
+    }
     if !u
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"._-:/~%+=".contains(&b))

@@ -168,3 +168,56 @@ fn impossible_dates_are_refused_by_table_learn() {
         stderr_of(&out)
     );
 }
+
+/// A conda channel alias (or a `--conda-mirror`) with a path trick (`..`, `.`, `%2e%2e`, a
+/// backslash, an encoded `/`) is a usage error where it enters, naming the value (its token
+/// redacted) with a hint, and nothing is written: it is not accepted and then every entry
+/// refused as a hand edit. The same channels through the plain alias lock.
+#[test]
+fn a_channel_alias_with_path_tricks_is_refused_where_it_enters() {
+    use crate::conda_closure::{lock_with, spec, CHANNELS, DRIVER};
+    use crate::support::conda_channel::{add_packages, Server};
+    let ch = tempdir();
+    add_packages(ch.path(), CHANNELS);
+    let server = Server::start(ch.path());
+    let work = tempdir();
+    write(
+        work.path(),
+        "envbuild.toml",
+        &spec("2.28", "\"mkl=2024.0.0\"", DRIVER),
+    );
+    let token = "tk-s3cret";
+    for trick in [
+        format!("{}/sub/..", server.url),
+        format!("{}/./", server.url),
+        format!("{}/sub/%2e%2E", server.url),
+        format!("{}/sub\\..", server.url),
+        format!("{}/a%2f..", server.url),
+        format!("{}/t/{token}/sub/..", server.url),
+    ] {
+        let out = lock_with(work.path(), &trick, &[]);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{trick}: {err}");
+        assert!(err.contains("ENVBUILD_CONDA_CHANNEL_ALIAS `"), "{err}");
+        assert!(!err.contains("by hand"), "{err}");
+        assert!(!err.contains(token), "{err}");
+        assert!(err.contains("hint"), "{err}");
+        assert!(!work.path().join("envbuild.lock").exists(), "{trick}");
+    }
+    let out = lock_with(work.path(), &server.url, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    // `--conda-mirror` is built on the same way: the same rule.
+    let out = envbuild()
+        .current_dir(work.path())
+        .args(["render", "envbuild.lock", "--out", "r"])
+        .args(["--conda-mirror", "https://mirror.example/conda/../x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("`..` segment"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(!work.path().join("r").exists());
+}
