@@ -188,7 +188,9 @@ fn held(req: &LockRequest<'_>) -> crate::core::resolve::choose::Held {
 /// Why a lock about to be written (or found current) cannot be: its closure fails its own
 /// checks, or a value is one `render` refuses.
 pub fn written_lock_problems(lock: &Lock) -> Vec<Diagnostic> {
-    let mut out = crate::core::closure::verify::verify(lock);
+    // The lock on disk was verified before any of it was reused: what fails here is what a
+    // resolver just gave, worded as such.
+    let mut out = crate::core::closure::verify::verify_resolved(lock);
     if let Err(f) = crate::core::render::check_lock_values(lock) {
         out.extend(f.diagnostics);
     }

@@ -221,3 +221,136 @@ fn a_channel_alias_with_path_tricks_is_refused_where_it_enters() {
     );
     assert!(!work.path().join("r").exists());
 }
+
+/// Wheels served as `layout` (tests/fixtures/fake_index.py) into `dir`.
+fn add_wheels_as(dir: &Path, json: &str, layout: &str) {
+    let st = std::process::Command::new("python3")
+        .arg(fixture("fake_index.py"))
+        .arg(dir)
+        .arg(json)
+        .arg(layout)
+        .status()
+        .expect("python3");
+    assert!(st.success(), "fake_index.py failed");
+}
+
+/// A closure lock whose main index is the made-up `file://` index and whose extra index, served
+/// over HTTP in `layout` (`gitlab`, `devpi`), holds `lay-pkg`: the work folder, the servers and
+/// the extra index's URL.
+struct Layout {
+    work: tempfile::TempDir,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    _server: crate::support::closure::Mirror,
+    extra: String,
+    port: u16,
+    served: tempfile::TempDir,
+}
+
+fn layout(layout: &str, simple: &str) -> Layout {
+    use crate::support::closure::{add_wheels, closure_spec, mirror_server, WHEELS};
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    let served = tempdir();
+    add_wheels_as(
+        served.path(),
+        r#"[{"name": "lay-pkg", "version": "1.0"}]"#,
+        layout,
+    );
+    let logs = tempdir();
+    let server = mirror_server(served.path(), &logs.path().join("log"));
+    let extra = format!("http://127.0.0.1:{}/{simple}", server.port);
+    let work = tempdir();
+    let top = format!("pip = [\"lay-pkg==1.0\"]\npip-extra-index-urls = [\"{extra}\"]");
+    write(
+        work.path(),
+        "envbuild.toml",
+        &closure_spec("lay", "3.12", "2.28", idx.path(), &top),
+    );
+    Layout {
+        work,
+        _dirs: (idx, logs),
+        port: server.port,
+        _server: server,
+        extra,
+        served,
+    }
+}
+
+/// Extra indexes that serve their files outside their `/simple` path, as GitLab
+/// (`/api/v4/projects/N/packages/pypi/simple`, files under `.../pypi/files/SHA/`) and devpi
+/// (`/root/pypi/+simple/`, files under `/root/pypi/+f/`) do: a fresh lock records the file
+/// under the index that served it, and `--locked` and `render` take it.
+#[test]
+fn gitlab_and_devpi_index_layouts_lock_check_and_render() {
+    use crate::support::closure::lock_in;
+    for (name, simple) in [
+        ("gitlab", "api/v4/projects/7/packages/pypi/simple"),
+        ("devpi", "root/pypi/+simple"),
+    ] {
+        let l = layout(name, simple);
+        let out = lock_in(l.work.path(), &[]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr_of(&out));
+        let text = fs::read_to_string(l.work.path().join("envbuild.lock")).unwrap();
+        let lock: toml::Table = toml::from_str(&text).unwrap();
+        let entry = lock["closure"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["name"].as_str() == Some("lay-pkg"))
+            .expect("lay-pkg is locked");
+        assert_eq!(entry["index"].as_str(), Some(l.extra.as_str()), "{name}");
+        let url = entry["url"].as_str().unwrap();
+        assert!(
+            url.starts_with(&format!("http://127.0.0.1:{}/", l.port)) && !url.contains("simple"),
+            "{name}: {url}"
+        );
+        let out = lock_in(l.work.path(), &["--locked"]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr_of(&out));
+        let out = envbuild()
+            .current_dir(l.work.path())
+            .args(["render", "envbuild.lock", "--out", "r"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr_of(&out));
+        let sha = entry["sha256"].as_str().unwrap();
+        let rendered: String = crate::support::files_in(&l.work.path().join("r"))
+            .iter()
+            .map(|f| fs::read_to_string(l.work.path().join("r").join(f)).unwrap_or_default())
+            .collect();
+        assert!(
+            rendered.contains(sha),
+            "{name}: the rendered files hash lay-pkg"
+        );
+    }
+}
+
+/// An index whose links send a file to another host than its own is refused at lock time, in
+/// words that say what the index served, not that the lock was edited by hand; nothing is
+/// written.
+#[test]
+fn an_index_that_serves_files_from_another_host_is_named_at_lock_time() {
+    use crate::support::closure::lock_in;
+    let l = layout("gitlab", "api/v4/projects/7/packages/pypi/simple");
+    let page = l
+        .served
+        .path()
+        .join("api/v4/projects/7/packages/pypi/simple/lay-pkg/index.html");
+    let html = fs::read_to_string(&page).unwrap();
+    // `localhost` is the same server, but another origin than the index's `127.0.0.1`.
+    let elsewhere = html.replace(
+        "href=\"/api/",
+        &format!("href=\"http://localhost:{}/api/", l.port),
+    );
+    assert_ne!(html, elsewhere);
+    fs::write(&page, elsewhere).unwrap();
+    let out = lock_in(l.work.path(), &[]);
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("CLOSURE_ENTRY_INVALID"), "{err}");
+    assert!(
+        err.contains("lay-pkg") && err.contains("localhost"),
+        "{err}"
+    );
+    assert!(!err.contains("by hand"), "{err}");
+    assert!(!l.work.path().join("envbuild.lock").exists());
+}
