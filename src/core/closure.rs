@@ -5,6 +5,7 @@
 
 pub mod conda;
 pub mod verify;
+pub mod yanked;
 
 use crate::core::lock::{ClosurePkg, Lock};
 use crate::core::spec::Platform;
@@ -584,6 +585,7 @@ fn one_package(
         md5: None,
         build: None,
         subdir: None,
+        yanked: None,
     };
     // Validated where it enters, with the rules `render` checks a lock with.
     if let Some((field, rule)) = crate::core::rules::closure_entry(values(&pkg)) {

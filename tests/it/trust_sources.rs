@@ -354,3 +354,116 @@ fn an_index_that_serves_files_from_another_host_is_named_at_lock_time() {
     assert!(!err.contains("by hand"), "{err}");
     assert!(!l.work.path().join("envbuild.lock").exists());
 }
+
+/// `lock --json` in `dir`: the exit code and the document.
+fn lock_json(dir: &Path, args: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = envbuild()
+        .current_dir(dir)
+        .args(["lock", "envbuild.toml", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (out.status.code(), doc, stderr_of(&out))
+}
+
+/// The `YANKED_RELEASE` diagnostics of a `--json` document, as (severity, message).
+fn yanked_of(doc: &serde_json::Value) -> Vec<(String, String)> {
+    doc["diagnostics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|d| d["code"] == "YANKED_RELEASE")
+        .map(|d| {
+            (
+                d["severity"].as_str().unwrap_or_default().to_string(),
+                d["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A yanked release (PEP 592) is never taken silently: pinned exactly by the spec it is locked
+/// with a `YANKED_RELEASE` warning that `--json` carries, its reason recorded on the entry, and
+/// every later `lock` (the closure reused, `--locked`) says it again; unpinned, the resolver
+/// passes it by; held only by the lock on disk (the index yanked it after it was locked), a
+/// re-resolution refuses it, naming the way out, and the lock on disk stays as it was.
+#[test]
+fn a_yanked_release_is_locked_only_when_pinned_exactly_and_always_said() {
+    use crate::support::closure::{add_wheels, closure_spec, WHEELS};
+    let idx = tempdir();
+    add_wheels(idx.path(), WHEELS);
+    add_wheels(
+        idx.path(),
+        r#"[{"name": "yk-pkg", "version": "1.0"},
+            {"name": "yk-pkg", "version": "1.1", "yanked": "broken build"}]"#,
+    );
+    let work = tempdir();
+    let spec =
+        |pip: &str| closure_spec("yk", "3.12", "2.28", idx.path(), &format!("pip = [{pip}]"));
+    write(work.path(), "envbuild.toml", &spec("\"yk-pkg==1.1\""));
+    let (code, doc, err) = lock_json(work.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let said = yanked_of(&doc);
+    assert_eq!(said.len(), 1, "{doc}");
+    assert_eq!(said[0].0, "warning");
+    assert!(
+        said[0].1.contains("`yk-pkg` 1.1") && said[0].1.contains("broken build"),
+        "{said:?}"
+    );
+    let text = fs::read_to_string(work.path().join("envbuild.lock")).unwrap();
+    assert!(text.contains("yanked = \"broken build\""), "{text}");
+    for args in [&[][..], &["--locked"], &["--offline"]] {
+        let (code, doc, err) = lock_json(work.path(), args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert_eq!(yanked_of(&doc).len(), 1, "{args:?}: {doc}");
+    }
+    // Unpinned: the resolver passes the yanked release by.
+    write(work.path(), "envbuild.toml", &spec("\"yk-pkg>=1.0\""));
+    let (code, doc, err) = lock_json(work.path(), &["--upgrade"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(yanked_of(&doc).is_empty(), "{doc}");
+    assert!(closure_has(work.path(), "yk-pkg", "1.0"));
+
+    // Locked before the index yanked it: a re-resolution that holds it refuses it.
+    let idx2 = tempdir();
+    add_wheels(idx2.path(), WHEELS);
+    add_wheels(idx2.path(), r#"[{"name": "yk-pkg", "version": "2.0"}]"#);
+    let work2 = tempdir();
+    let spec2 = closure_spec(
+        "yk2",
+        "3.12",
+        "2.28",
+        idx2.path(),
+        "pip = [\"yk-pkg>=1.0\"]",
+    );
+    write(work2.path(), "envbuild.toml", &spec2);
+    let (code, _, err) = lock_json(work2.path(), &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(closure_has(work2.path(), "yk-pkg", "2.0"));
+    let before = fs::read(work2.path().join("envbuild.lock")).unwrap();
+    add_wheels(
+        idx2.path(),
+        r#"[{"name": "yk-pkg", "version": "2.0", "yanked": "a bad release"}]"#,
+    );
+    let (code, doc, err) = lock_json(work2.path(), &["--upgrade-package", "torch"]);
+    assert_eq!(code, Some(1), "{err}");
+    let said = yanked_of(&doc);
+    assert_eq!(said.len(), 1, "{doc}");
+    assert_eq!(said[0].0, "error");
+    assert!(said[0].1.contains("does not pin it exactly"), "{said:?}");
+    assert!(
+        doc.to_string().contains("--upgrade-package yk-pkg"),
+        "{doc}"
+    );
+    assert_eq!(
+        fs::read(work2.path().join("envbuild.lock")).unwrap(),
+        before
+    );
+}
+
+fn closure_has(dir: &Path, name: &str, version: &str) -> bool {
+    crate::support::closure::closure_of(dir)
+        .iter()
+        .any(|(n, v)| n == name && v == version)
+}
