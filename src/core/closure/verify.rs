@@ -102,6 +102,17 @@ fn entry_problem(lock: &Lock, p: &ClosurePkg) -> Option<String> {
     if let Some((field, rule)) = crate::core::rules::closure_entry(super::values(p)) {
         return Some(format!("its `{field}` is not {rule}"));
     }
+    // An index's yank reason, as `core::closure::yanked` records it: a pip entry's, one
+    // printable line, bounded.
+    if let Some(y) = &p.yanked {
+        if p.kind != "pip" || y.len() > 200 || *y != crate::core::diag::printable(y) {
+            return Some(
+                "its `yanked` is not an index's reason (pip only, one printable line of \
+                         at most 200 bytes)"
+                    .into(),
+            );
+        }
+    }
     for (field, u) in [("url", &p.url), ("index", &p.index)] {
         if url::has_userinfo(u) || url::conda_token(u).is_some() {
             return Some(format!("its `{field}` carries credentials"));
@@ -343,7 +354,8 @@ mod tests {
         let gl2 = "https://gitlab.example/api/v4/projects/2/packages/pypi/simple";
         let devpi = "http://devpi.example:3141/root/pypi/+simple";
         let pypi = "https://pypi.org/simple";
-        let all = [gl1, gl2, devpi, pypi];
+        let art = "https://art.example/artifactory/api/pypi/pypi-remote/simple";
+        let all = [gl1, gl2, devpi, art, pypi];
         let file = |base: &str, rest: &str| format!("{base}{rest}");
         let cases = [
             (
@@ -366,6 +378,13 @@ mod tests {
                     "/packages/ab/x-1-py3-none-any.whl",
                 ),
                 Some(pypi),
+            ),
+            (
+                file(
+                    "https://art.example",
+                    "/artifactory/api/pypi/pypi-remote/packages/packages/ab/x-1-py3-none-any.whl",
+                ),
+                Some(art),
             ),
             (file("https://evil.example", "/x-1-py3-none-any.whl"), None),
             // Another port is another origin.
@@ -414,6 +433,15 @@ mod tests {
             assert_eq!(d.len(), 1, "{bad}: {d:?}");
             assert_eq!(d[0].code, codes::CLOSURE_ENTRY_INVALID, "{bad}");
             assert!(d[0].message.contains("`torch`"), "{}", d[0].message);
+        }
+        let mut l = lock.clone();
+        l.closure[i].yanked = Some("a reason".into());
+        seal(&mut l);
+        assert!(verify(&l).is_empty());
+        for bad in ["two\nlines".to_string(), "x".repeat(201)] {
+            l.closure[i].yanked = Some(bad.clone());
+            seal(&mut l);
+            assert_eq!(verify(&l).len(), 1, "{bad}");
         }
     }
 
