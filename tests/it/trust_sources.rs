@@ -67,19 +67,25 @@ fn names_that_are_not_pep_508_names_are_refused_where_they_enter() {
     let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("foo_==1.0"), "{err}");
-    // The lock reader: a lock edited to carry one is not rendered.
-    let edited = good.replace("einops = \"0.8.1\"", "einops_ = \"0.8.1\"");
-    assert_ne!(edited, good);
-    let dir = tempdir();
-    write(dir.path(), "envbuild.lock", &edited);
-    let out = envbuild()
-        .current_dir(dir.path())
-        .args(["render", "envbuild.lock", "--out", "out"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
-    assert!(stderr_of(&out).contains("einops_"), "{}", stderr_of(&out));
-    assert!(!dir.path().join("out").exists());
+    // The lock reader: a lock edited to carry one (a package's key, an install line) is not
+    // rendered.
+    for (from, to) in [
+        ("einops = \"0.8.1\"", "einops_ = \"0.8.1\""),
+        ("\"einops==0.8.1\"", "\"einops.==0.8.1\""),
+    ] {
+        let edited = good.replace(from, to);
+        assert_ne!(edited, good, "{from}");
+        let dir = tempdir();
+        write(dir.path(), "envbuild.lock", &edited);
+        let out = envbuild()
+            .current_dir(dir.path())
+            .args(["render", "envbuild.lock", "--out", "out"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{to}: {}", stderr_of(&out));
+        assert!(stderr_of(&out).contains("einops"), "{}", stderr_of(&out));
+        assert!(!dir.path().join("out").exists());
+    }
 }
 
 fn lock_file_with(spec: &str) -> std::process::Output {

@@ -737,14 +737,14 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
             Ok((req, None)) => (req, true),
             Err(_) => (s.as_str(), false),
         };
-        let direct = matches!(
-            crate::core::spec::parse_pip_pkg(req),
-            crate::core::spec::PkgParse::Ok(p) if p.url.is_some()
-        );
+        let parsed = crate::core::spec::parse_pip_pkg(req);
+        // The spec's parser holds the name to the one PEP 508 rule, a range's too.
+        let named = !matches!(parsed, crate::core::spec::PkgParse::Invalid(_));
+        let direct = matches!(parsed, crate::core::spec::PkgParse::Ok(p) if p.url.is_some());
         c.check(
             "install.pip",
             s,
-            marker_ok && (direct || word(req, "._-=[],!<>~+*")),
+            marker_ok && named && (direct || word(req, "._-=[],!<>~+*")),
             "a pinned pip requirement",
         );
     }
