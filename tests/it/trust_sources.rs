@@ -473,3 +473,49 @@ fn closure_has(dir: &Path, name: &str, version: &str) -> bool {
         .iter()
         .any(|(n, v)| n == name && v == version)
 }
+
+/// The spec's own index and channel URLs take the same rule: a `.` or `..` segment is
+/// refused where the spec names it, not taken and then blamed on every lock entry.
+#[test]
+fn spec_index_and_channel_urls_with_dot_segments_are_refused_in_the_spec() {
+    let table_level = |extra: &str| {
+        format!(
+            "name = \"pt\"\npython = \"3.12\"\npytorch = \"2.9.1\"\ncuda = \"12.8\"\n{extra}\n\n\
+             [target]\ndriver = \"570.133.20\"\ngpus = [\"H100\"]\n\n[lock]\nclosure = false\n"
+        )
+    };
+    for (key, extra) in [
+        (
+            "pip-extra-index-urls",
+            table_level("pip-extra-index-urls = [\"https://idx.example/a/../simple\"]"),
+        ),
+        (
+            "pip-index-url",
+            table_level("pip-index-url = \"https://idx.example/./simple\""),
+        ),
+        (
+            "index-url",
+            table_level("").replace(
+                "closure = false",
+                "closure = true\nindex-url = \"file:///srv/idx/../simple\"",
+            ),
+        ),
+    ] {
+        let out = lock_file_with(&extra);
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(1), "{key}: {err}");
+        assert!(err.contains("INVALID_SPEC"), "{key}: {err}");
+        assert!(!err.contains("by hand"), "{key}: {err}");
+    }
+    let conda =
+        "name = \"pc\"\npython = \"3.12\"\npytorch = \"2.10.0\"\nsource = \"conda-forge\"\n\
+                 channels = [\"https://conda.example/x/../conda-forge\"]\n\n[target]\n\
+                 driver = \"575.51.03\"\ngpus = [\"H100\"]\n\n[lock]\nclosure = false\n";
+    let out = lock_file_with(conda);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    assert!(
+        stderr_of(&out).contains("INVALID_SPEC"),
+        "{}",
+        stderr_of(&out)
+    );
+}
