@@ -128,8 +128,9 @@ pub fn lock(table: &Table, req: &LockRequest<'_>) -> Result<LockOutcome, Failure
     // What a resolver gave (or the lock on disk kept) is checked as `render` checks a lock:
     // a lock that `lock` writes verifies itself and renders.
     let problems = written_lock_problems(&lock);
-    if !problems.is_empty() {
-        diagnostics.extend(problems);
+    let refused = problems.iter().any(Diagnostic::is_error);
+    diagnostics.extend(problems);
+    if refused {
         return Ok(LockOutcome::Refused { diagnostics });
     }
     let text = lock
@@ -231,12 +232,17 @@ fn held(req: &LockRequest<'_>) -> crate::core::resolve::choose::Held {
 }
 
 /// Why a lock about to be written (or found current) cannot be: its closure fails its own
-/// checks, or a value is one `render` refuses.
+/// checks, or a value is one `render` refuses (errors); and its yanked releases, said on every
+/// run whether resolved now or kept from the lock on disk (a warning where the spec pins one
+/// exactly, else an error).
 pub fn written_lock_problems(lock: &Lock) -> Vec<Diagnostic> {
-    let mut out = crate::core::closure::verify::verify(lock);
+    // The lock on disk was verified before any of it was reused: what fails here is what a
+    // resolver just gave, worded as such.
+    let mut out = crate::core::closure::verify::verify_resolved(lock);
     if let Err(f) = crate::core::render::check_lock_values(lock) {
         out.extend(f.diagnostics);
     }
+    out.extend(crate::core::closure::yanked::judge(lock));
     out
 }
 
@@ -1249,6 +1255,7 @@ mod tests {
             md5: None,
             build: build.map(str::to_string),
             subdir: None,
+            yanked: None,
         };
         let mut lock = example();
         lock.closure = vec![

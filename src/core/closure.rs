@@ -5,6 +5,7 @@
 
 pub mod conda;
 pub mod verify;
+pub mod yanked;
 
 use crate::core::lock::{ClosurePkg, Lock};
 use crate::core::spec::Platform;
@@ -271,6 +272,13 @@ fn mirror_url(url: &str, tool: &str, form: &str, credentials: &str) -> Result<St
     {
         return Err(format!("the {tool} mirror's URL carries credentials, which would be written into the rendered files and the image: {credentials}"));
     }
+    if let Some(trick) = crate::core::url::path_trick(u) {
+        return Err(format!(
+            "the {tool} mirror `{}` has {trick}, which would make its files' URLs name another \
+             folder than the mirror's: write the mirror's URL as its server names it",
+            crate::core::diag::printable(u)
+        ));
+    }
     if !u
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"._-:/~%+=".contains(&b))
@@ -472,8 +480,7 @@ pub enum PylockError {
 
 /// The closure from uv's `pylock.toml` for the target, sorted by name: for each package the
 /// wheel the target prefers among those uv lists, with its URL and sha256 (`index` is the
-/// configured index the URL sits under: the first extra index that prefixes it, else the main
-/// index). A package with only a source distribution, a direct reference to one, or a git or
+/// configured index that served it: `verify::serving_index`). A package with only a source distribution, a direct reference to one, or a git or
 /// directory source is `NeedsWheel`. `installed` (canonical names) are stand-ins for what is
 /// installed already, left out.
 pub fn from_pylock(
@@ -557,12 +564,17 @@ fn one_package(
             PylockError::Unusable(format!("{shown} has no sha256 in uv's pylock.toml ({url})"))
         })?
         .to_ascii_lowercase();
-    let index = inputs
+    let indexes: Vec<&str> = inputs
         .extra_index_urls
         .iter()
-        .find(|u| url.starts_with(u.as_str()))
+        .chain([&inputs.index_url])
+        .map(String::as_str)
+        .collect();
+    // pylock.toml records the file's URL, not the index it came from: the index that could
+    // serve it. None could: the main index, and the entry's check names where the file is.
+    let index = verify::serving_index(&url, &indexes)
         .unwrap_or(&inputs.index_url)
-        .clone();
+        .to_string();
     let pkg = ClosurePkg {
         name,
         version,
@@ -573,6 +585,7 @@ fn one_package(
         md5: None,
         build: None,
         subdir: None,
+        yanked: None,
     };
     // Validated where it enters, with the rules `render` checks a lock with.
     if let Some((field, rule)) = crate::core::rules::closure_entry(values(&pkg)) {

@@ -119,6 +119,7 @@ registry! {
         CLOSURE_RESOLVE_FAILED: Error, "The closure could not be resolved for the target (uv or the conda solver).";
         CLOSURE_NEEDS_WHEEL: Error, "A package of the closure has no wheel for the target.";
         RESOLVER_MISSING: Error, "The closure's pip part needs uv, and there is no usable uv.";
+        YANKED_RELEASE: Either, "A pip release its index yanked (PEP 592): a warning where the spec pins it exactly, an error otherwise.";
         MIRROR_HASH_MISMATCH: Error, "`--pip-mirror` or `--conda-mirror`: the mirror served a file whose hash is not the lock's.";
     }
     /// The compatibility table and what real builds teach it (`core::compat`, `core::learn::codes`).

@@ -233,6 +233,10 @@ pub struct ClosurePkg {
     /// conda: the channel subdirectory the file is in (`linux-64`, `noarch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subdir: Option<String>,
+    /// pip: the index had yanked this release (PEP 592) when it was locked, for this reason
+    /// (empty: none given); `core::closure::yanked` judges it on every `lock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yanked: Option<String>,
 }
 
 impl Lock {

@@ -99,6 +99,48 @@ pub fn version(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
 }
 
+/// A package name (or an extra's) as PEP 508 has it, `^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$`
+/// case-insensitive: ASCII letters and digits, with `.`, `_` and `-` only inside, no longer than
+/// a spec value. pip and uv refuse any other name at build time, so the spec, import and the
+/// lock reader refuse it first.
+pub fn package_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    let edge = |c: Option<&u8>| c.is_some_and(u8::is_ascii_alphanumeric);
+    s.len() <= MAX_VALUE_LEN
+        && edge(b.first())
+        && edge(b.last())
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// A real calendar day written `YYYY-MM-DD` (proleptic Gregorian: February 29 only in a leap
+/// year, never February 30 or April 31): the table's dates and `table learn`'s.
+pub fn date(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| {
+        let part = &s[r];
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse::<u32>().ok())
+            .flatten()
+    };
+    let (Some(y), Some(m), Some(d)) = (num(0..4), num(5..7), num(8..10)) else {
+        return false;
+    };
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days = match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    };
+    y >= 1 && (1..=days).contains(&d)
+}
+
 /// A path safe to COPY or mount: relative (inside the project) or absolute as asked, no `..`,
 /// and no segment starting with `-` (it would read as an option).
 pub fn is_safe_path(p: &str, absolute: bool) -> bool {
@@ -162,7 +204,16 @@ pub fn closure_entry(p: ClosureValues<'_>) -> Option<(&'static str, &'static str
     };
     // The fields a file URL is made of first, so a bad build string is named as such.
     let checks: [(&'static str, bool, &'static str); 10] = [
-        ("name", word(p.name, "._-"), "a package name"),
+        (
+            "name",
+            // conda's own names may start with `_` (`_openmp_mutex`); pip's are PEP 508 names.
+            if p.kind == "conda" {
+                word(p.name, "._-")
+            } else {
+                package_name(p.name)
+            },
+            "a package name",
+        ),
         ("version", word(p.version, "._-+!"), "a version"),
         (
             "kind",
@@ -214,6 +265,56 @@ pub fn closure_entry(p: ClosureValues<'_>) -> Option<(&'static str, &'static str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_are_real_calendar_days() {
+        for ok in [
+            "2026-12-01",
+            "2024-02-29",
+            "2000-02-29",
+            "2026-04-30",
+            "2026-12-31",
+        ] {
+            assert!(date(ok), "{ok}");
+        }
+        for bad in [
+            "2026-02-30",
+            "2026-02-29",
+            "1900-02-29",
+            "2026-04-31",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-12-00",
+            "0000-01-01",
+            "2026-12-1",
+            "20261201",
+            "2026-1x-01",
+            "+026-12-01",
+            "2026-12-01 ",
+        ] {
+            assert!(!date(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn package_names_are_pep_508_names() {
+        for ok in [
+            "a",
+            "Z9",
+            "torch",
+            "nvidia-cublas-cu12",
+            "zope.interface",
+            "typing_extensions",
+        ] {
+            assert!(package_name(ok), "{ok}");
+        }
+        let long = "a".repeat(MAX_VALUE_LEN + 1);
+        for bad in [
+            "", "foo_", "foo.", "foo-", "-foo", "_foo", ".foo", "fo o", "foo+", "é", &long,
+        ] {
+            assert!(!package_name(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn image_references_must_be_pinned_single_words() {

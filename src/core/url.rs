@@ -173,6 +173,23 @@ pub fn no_dot_segments(url: &str) -> bool {
     !lower.split(['/', '\\']).any(|s| s == ".." || s == ".")
 }
 
+/// Why `url` could name another folder than it reads, when it could: a `.` or `..` segment
+/// (percent-encoded too, `%2e%2e`), a backslash (some servers take it for `/`), or a
+/// percent-encoded `/`, `\\` or `%` (decoded once more on the way, any of them hides a
+/// segment). The rule for the URLs envbuild builds others from (a channel alias, a mirror).
+pub fn path_trick(url: &str) -> Option<&'static str> {
+    let lower = url.to_ascii_lowercase();
+    if url.contains('\\') || lower.contains("%5c") {
+        Some("a backslash")
+    } else if lower.contains("%2f") || lower.contains("%25") {
+        Some("a percent-encoded `/` or `%`")
+    } else if !no_dot_segments(url) {
+        Some("a `.` or `..` segment")
+    } else {
+        None
+    }
+}
+
 /// `scheme://authority` of a URL in lower case (`file://` for a file URL), without its
 /// userinfo: the origin its files must share.
 pub fn origin(url: &str) -> Option<String> {
@@ -185,6 +202,32 @@ pub fn origin(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_tricks_are_named() {
+        for (bad, why) in [
+            ("https://m.example/conda/..", "`..`"),
+            ("https://m.example/a/../conda", "`..`"),
+            ("https://m.example/./conda", "`.`"),
+            ("https://m.example/%2e%2E/conda", "`..`"),
+            ("https://m.example/a%2fb", "`/`"),
+            ("https://m.example/a%252e%252e", "`%`"),
+            ("https://m.example/a\\..", "backslash"),
+            ("https://m.example/a%5c", "backslash"),
+            ("file:///srv/mirror/../etc", "`..`"),
+        ] {
+            assert!(path_trick(bad).is_some_and(|w| w.contains(why)), "{bad}");
+        }
+        for ok in [
+            "https://conda.anaconda.org",
+            "https://m.example/conda",
+            "http://127.0.0.1:8080/x.y/z..w",
+            "file:///srv/mirror",
+            "https://m.example/t/tk-1/conda",
+        ] {
+            assert_eq!(path_trick(ok), None, "{ok}");
+        }
+    }
 
     #[test]
     fn userinfo_and_tokens_are_secrets_and_redacted() {

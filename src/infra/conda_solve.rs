@@ -52,6 +52,18 @@ pub fn channel_alias() -> Result<String, Failure> {
     let plain = v
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"._-/:~%".contains(&b));
+    // A path trick would make every channel URL of the lock name another folder, and each
+    // entry then fails its check as if edited by hand: refuse it here, where it enters.
+    if let Some(trick) = rest.and(crate::core::url::path_trick(&v)) {
+        return Err(Failure::usage(
+            format!(
+                "{ALIAS_ENV} `{}` has {trick}: the channel URLs made from it would name \
+                 another folder than the mirror's",
+                crate::core::url::redact(&v)
+            ),
+            Some("set it to the mirror's URL as its server names it, without `.` or `..` segments, backslashes or percent-encoded `.`, `/` or `%`, e.g. https://mirror.example/conda".into()),
+        ));
+    }
     match rest {
         Some(r) if plain && !r.is_empty() => Ok(v),
         _ => Err(Failure::usage(
@@ -60,7 +72,7 @@ pub fn channel_alias() -> Result<String, Failure> {
                 if v.contains('@') {
                     " (it carries credentials, which would be written into the lock)".to_string()
                 } else {
-                    format!(": `{v}`")
+                    format!(": `{}`", crate::core::url::redact(&v))
                 }
             ),
             Some("set it to an https:// URL (http:// or file:/// for a local mirror) without credentials, e.g. https://mirror.example/conda".into()),

@@ -185,7 +185,7 @@ pub fn uv_args(inputs: &Inputs, reqs: &Path, out: &Path) -> Vec<String> {
         // Wheels only, direct references included: nothing is built (or run) here.
         "--no-build",
         "--no-python-downloads",
-        "--quiet",
+        // Not `--quiet`: it silences the warning that a release is yanked, which is read.
         "--no-progress",
         "--color",
         "never",
@@ -299,16 +299,21 @@ pub fn resolve(
         .env_clear()
         .envs(environment(|k| std::env::var(k).ok()))
         .env("NETRC", &netrc);
-    run_uv(cmd, uv)?;
+    let said = run_uv(cmd, uv)?;
     let pylock = std::fs::read_to_string(&out).map_err(|e| Failure::io(&out, &e))?;
     let names: Vec<String> = installed
         .iter()
         .map(|(n, _)| crate::core::closure::canonical_name(n))
         .collect();
-    let closure = from_pylock(&pylock, inputs, &names).map_err(|e| match e {
+    let mut closure = from_pylock(&pylock, inputs, &names).map_err(|e| match e {
         PylockError::NeedsWheel(m) => needs_wheel(m),
         PylockError::Unusable(m) => failed(m),
     })?;
+    // pylock.toml does not say what the index yanked; uv's warning does.
+    crate::core::closure::yanked::mark(
+        &mut closure,
+        &crate::core::closure::yanked::from_uv_output(&said),
+    );
     Ok(Resolved { closure, resolver })
 }
 
@@ -325,10 +330,11 @@ fn write_private(path: &Path, text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::io(path, &e))
 }
 
-/// Run one `uv pip compile`; its failure as a diagnostic with the end of uv's message.
-fn run_uv(cmd: std::process::Command, uv: &Path) -> Result<(), Failure> {
+/// Run one `uv pip compile`: what it said on stderr, or its failure as a diagnostic with the
+/// end of uv's message.
+fn run_uv(cmd: std::process::Command, uv: &Path) -> Result<String, Failure> {
     match proc::run_with_timeout(cmd, TIMEOUT) {
-        Ok(out) if out.code == Some(0) => Ok(()),
+        Ok(out) if out.code == Some(0) => Ok(out.stderr),
         Ok(out) => {
             let tail: Vec<&str> = out.stderr.lines().rev().take(16).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();

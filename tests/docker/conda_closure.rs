@@ -304,6 +304,7 @@ fn a_conda_closure_installs_with_the_ca_keeps_no_trace_and_drift_is_named() {
         md5: None,
         build: None,
         subdir: None,
+        yanked: None,
     });
     let work = tempfile::tempdir().unwrap();
     let lock_path = work.path().join("envbuild.lock");

@@ -73,3 +73,6 @@ mod support;
 mod table;
 // Locks, secrets, budgets, CLI edges, writes and JUnit under attack (issue 20).
 mod trust;
+// Source and fact classes of issue 38: PEP 508 names, repeated table rows, impossible dates,
+// channel alias tricks, yanked releases, index layouts that serve files elsewhere.
+mod trust_sources;

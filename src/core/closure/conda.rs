@@ -210,6 +210,7 @@ pub fn to_closure(solved: &[Solved]) -> Result<Vec<ClosurePkg>, String> {
             md5: Some(md5),
             build: Some(s.build.clone()),
             subdir: Some(s.subdir.clone()),
+            yanked: None,
         };
         if let Some((field, rule)) = crate::core::rules::closure_entry(super::values(&pkg)) {
             return Err(entered_badly(
@@ -495,6 +496,7 @@ mod tests {
             sha256: "c".repeat(64),
             md5: None,
             build: None,
+            yanked: None,
             subdir: None,
         };
         let provided = python_provided(&[solved("pytorch", "2.5.1", &["python"])]);

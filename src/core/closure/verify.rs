@@ -32,9 +32,26 @@ pub fn seal(lock: &mut Lock) {
     lock.closure_sha256 = (!lock.closure.is_empty()).then(|| closure_sha256(&lock.closure));
 }
 
+/// The hint of a closure entry a resolver just gave that fails the checks: no one edited
+/// anything, the index or channel served it so.
+const SERVED: &str = "the lock was not written: the index or channel served this file so \
+                      (envbuild checks what a resolver gives as it checks a lock). Use an index \
+                      that serves its files from its own host, or a channel that keeps them in \
+                      its own folders";
+
 /// Every problem of `lock`'s closure: the integrity hash first, then each entry's own checks,
 /// each naming its entry. Empty for a lock without a closure and for a sound one.
 pub fn verify(lock: &Lock) -> Vec<Diagnostic> {
+    verify_as(lock, false)
+}
+
+/// [`verify`] of a lock just resolved, before it is written: the same checks, worded by what
+/// was found (what the index or channel served), not as a lock edited by hand.
+pub fn verify_resolved(lock: &Lock) -> Vec<Diagnostic> {
+    verify_as(lock, true)
+}
+
+fn verify_as(lock: &Lock, resolved: bool) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     match (&lock.closure_sha256, lock.closure.is_empty()) {
         (None, true) => {}
@@ -51,23 +68,24 @@ pub fn verify(lock: &Lock) -> Vec<Diagnostic> {
     }
     for p in &lock.closure {
         if let Some(why) = entry_problem(lock, p) {
+            let whose = if resolved { "the resolver gave " } else { "" };
             out.push(
                 Diagnostic::error(
                     codes::CLOSURE_ENTRY_INVALID,
                     format!(
-                        "closure entry `{}` ({} {}): {why}",
+                        "{whose}closure entry `{}` ({} {}): {why}",
                         crate::core::diag::printable(&p.name),
                         crate::core::diag::printable(&p.kind),
                         crate::core::diag::printable(&p.version)
                     ),
                 )
-                .with_hint(RELOCK),
+                .with_hint(if resolved { SERVED } else { RELOCK }),
             );
         }
     }
     // A fleet's other platforms verify themselves the same way, each naming its platform.
     for f in &lock.fleet {
-        out.extend(verify(f).into_iter().map(|mut d| {
+        out.extend(verify_as(f, resolved).into_iter().map(|mut d| {
             d.message = format!("{}: {}", f.platform.as_str(), d.message);
             d
         }));
@@ -83,6 +101,17 @@ fn tampered(what: &str) -> Diagnostic {
 fn entry_problem(lock: &Lock, p: &ClosurePkg) -> Option<String> {
     if let Some((field, rule)) = crate::core::rules::closure_entry(super::values(p)) {
         return Some(format!("its `{field}` is not {rule}"));
+    }
+    // An index's yank reason, as `core::closure::yanked` records it: a pip entry's, one
+    // printable line, bounded.
+    if let Some(y) = &p.yanked {
+        if p.kind != "pip" || y.len() > 200 || *y != crate::core::diag::printable(y) {
+            return Some(
+                "its `yanked` is not an index's reason (pip only, one printable line of \
+                         at most 200 bytes)"
+                    .into(),
+            );
+        }
     }
     for (field, u) in [("url", &p.url), ("index", &p.index)] {
         if url::has_userinfo(u) || url::conda_token(u).is_some() {
@@ -162,8 +191,13 @@ fn pip_problem(lock: &Lock, p: &ClosurePkg) -> Option<String> {
         })
     });
     if !direct && !under_index(file_url, &p.index) {
+        let place = if p.index.starts_with("file://") {
+            "outside the folder of"
+        } else {
+            "on another host than"
+        };
         return Some(format!(
-            "its file `{file_url}` is not under its index `{}`",
+            "its file `{file_url}` is {place} its index `{}`",
             p.index
         ));
     }
@@ -195,6 +229,30 @@ fn pip_problem(lock: &Lock, p: &ClosurePkg) -> Option<String> {
         ));
     }
     tags_problem(lock, name, py, abi, plat)
+}
+
+/// The index of `indexes` that served the file at `file_url`: of those it could come from
+/// ([`under_index`]: the same host, or under a `file://` index's parent folder), the one whose
+/// URL shares the longest path with the file's (two GitLab projects on one host), the first
+/// on a tie. An index serves its files where it likes on its own host (GitLab under
+/// `.../pypi/files/`, devpi under `/root/pypi/+f/`, Artifactory under `/artifactory/`), so
+/// the file's path is no test of which index it is.
+pub fn serving_index<'a>(file_url: &str, indexes: &[&'a str]) -> Option<&'a str> {
+    let shared = |i: &str| {
+        file_url
+            .bytes()
+            .zip(i.bytes())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let mut best: Option<(&str, usize)> = None;
+    for i in indexes.iter().filter(|i| under_index(file_url, i)) {
+        let n = shared(i);
+        if best.is_none_or(|(_, b)| n > b) {
+            best = Some((i, n));
+        }
+    }
+    best.map(|(i, _)| i)
 }
 
 /// The file at `file_url` is served by `index`: the same scheme and host (PyPI's files come
@@ -291,6 +349,59 @@ mod tests {
     }
 
     #[test]
+    fn the_index_that_served_a_file_is_found_on_its_host_not_under_its_path() {
+        let gl1 = "https://gitlab.example/api/v4/projects/1/packages/pypi/simple";
+        let gl2 = "https://gitlab.example/api/v4/projects/2/packages/pypi/simple";
+        let devpi = "http://devpi.example:3141/root/pypi/+simple";
+        let pypi = "https://pypi.org/simple";
+        let art = "https://art.example/artifactory/api/pypi/pypi-remote/simple";
+        let all = [gl1, gl2, devpi, art, pypi];
+        let file = |base: &str, rest: &str| format!("{base}{rest}");
+        let cases = [
+            (
+                file(
+                    "https://gitlab.example",
+                    "/api/v4/projects/2/packages/pypi/files/ab/x-1-py3-none-any.whl",
+                ),
+                Some(gl2),
+            ),
+            (
+                file(
+                    "http://devpi.example:3141",
+                    "/root/pypi/+f/abc/def/x-1-py3-none-any.whl",
+                ),
+                Some(devpi),
+            ),
+            (
+                file(
+                    "https://files.pythonhosted.org",
+                    "/packages/ab/x-1-py3-none-any.whl",
+                ),
+                Some(pypi),
+            ),
+            (
+                file(
+                    "https://art.example",
+                    "/artifactory/api/pypi/pypi-remote/packages/packages/ab/x-1-py3-none-any.whl",
+                ),
+                Some(art),
+            ),
+            (file("https://evil.example", "/x-1-py3-none-any.whl"), None),
+            // Another port is another origin.
+            (
+                file(
+                    "http://devpi.example:80",
+                    "/root/pypi/+f/x-1-py3-none-any.whl",
+                ),
+                None,
+            ),
+        ];
+        for (url, want) in cases {
+            assert_eq!(serving_index(&url, &all), want, "{url}");
+        }
+    }
+
+    #[test]
     fn the_committed_closure_locks_verify() {
         for lock in [closure_lock(), conda_lock()] {
             assert_eq!(verify(&lock), Vec::new(), "{}", lock.name);
@@ -322,6 +433,15 @@ mod tests {
             assert_eq!(d.len(), 1, "{bad}: {d:?}");
             assert_eq!(d[0].code, codes::CLOSURE_ENTRY_INVALID, "{bad}");
             assert!(d[0].message.contains("`torch`"), "{}", d[0].message);
+        }
+        let mut l = lock.clone();
+        l.closure[i].yanked = Some("a reason".into());
+        seal(&mut l);
+        assert!(verify(&l).is_empty());
+        for bad in ["two\nlines".to_string(), "x".repeat(201)] {
+            l.closure[i].yanked = Some(bad.clone());
+            seal(&mut l);
+            assert_eq!(verify(&l).len(), 1, "{bad}");
         }
     }
 

@@ -454,6 +454,8 @@ impl Table {
     pub fn check(&self) -> Vec<String> {
         let mut out = Vec::new();
         self.check_order(&mut out);
+        self.check_repeats(&mut out);
+        self.check_dates(&mut out);
         self.check_gpus(&mut out);
         self.check_cuda(&mut out);
         self.check_torch(&mut out);
@@ -586,6 +588,97 @@ impl Table {
                 (&a.torch, variant_cuda_key(&a.variant)) < (&b.torch, variant_cuda_key(&b.variant))
             },
         );
+    }
+
+    /// The row kinds that are not kept sorted state each key once: a lookup takes the first
+    /// row with its key, so a second row would be a contradiction that row order settles.
+    /// (The sorted kinds refuse a repeat in `check_order`, GPU names in `check_gpus`.)
+    fn check_repeats(&self, out: &mut Vec<String>) {
+        let opt = |v: &Option<Version>| v.as_ref().map_or("any".into(), |v| v.to_string());
+        let kinds: [(&str, Vec<String>); 7] = [
+            (
+                "cuda_family",
+                self.cuda_family
+                    .iter()
+                    .map(|r| r.major.to_string())
+                    .collect(),
+            ),
+            (
+                "gpu_peak",
+                self.gpu_peak
+                    .iter()
+                    .map(|r| normalize_gpu_name(&r.name))
+                    .collect(),
+            ),
+            (
+                "numpy1",
+                self.numpy1.iter().map(|r| r.python.to_string()).collect(),
+            ),
+            (
+                "channel",
+                self.channel.iter().map(|r| r.name.clone()).collect(),
+            ),
+            (
+                "base_image",
+                self.base_image
+                    .iter()
+                    .map(|r| format!("{} python {}", r.kind.as_str(), opt(&r.python)))
+                    .collect(),
+            ),
+            (
+                "wheel_aarch64",
+                self.wheel_aarch64
+                    .iter()
+                    .map(|r| format!("torch {} {}", opt(&r.torch), r.variant))
+                    .collect(),
+            ),
+            (
+                "conda_forge_build",
+                self.conda_forge_build
+                    .iter()
+                    .map(|r| r.cuda.to_string())
+                    .collect(),
+            ),
+        ];
+        for (what, keys) in kinds {
+            let mut seen = std::collections::BTreeSet::new();
+            for key in keys {
+                if !seen.insert(key.clone()) {
+                    out.push(format!(
+                        "[[{what}]] repeats the key `{}`: two rows state the same fact; keep one",
+                        crate::core::diag::printable(&key)
+                    ));
+                }
+            }
+        }
+        // A base image names one glibc: the lock looks an image's glibc up by its name.
+        let mut images = std::collections::BTreeSet::new();
+        for b in &self.base_image {
+            if !images.insert(&b.image) {
+                out.push(format!(
+                    "[[base_image]] repeats the image `{}`: two rows state its glibc; keep one",
+                    crate::core::diag::printable(&b.image)
+                ));
+            }
+        }
+    }
+
+    /// The table's dates are real calendar days: `as_of` and each Python's end of life are
+    /// compared as text, so `2026-02-30` would sort between real days and decide a warning.
+    fn check_dates(&self, out: &mut Vec<String>) {
+        let dates = std::iter::once(("[meta] as_of".to_string(), &self.meta.as_of)).chain(
+            self.python
+                .iter()
+                .map(|p| (format!("[[python]] {} eol", p.version), &p.eol)),
+        );
+        for (what, d) in dates {
+            if !crate::core::rules::date(d) {
+                out.push(format!(
+                    "{what} `{}` is not a real YYYY-MM-DD date",
+                    crate::core::diag::printable(d)
+                ));
+            }
+        }
     }
 
     /// GPU names are unique (aliases included) and every GPU's architecture has a row.

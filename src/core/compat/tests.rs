@@ -527,3 +527,60 @@ fn every_gpu_names_the_machines_it_comes_in() {
         .collect();
     assert_eq!(jetpack, ["Jetson Xavier", "Jetson Orin"]);
 }
+
+/// Every row kind refuses a second row with its key (issue 38): the seven kinds that are not
+/// kept sorted each get a copy of their first row, and each copy is named.
+#[test]
+fn every_row_kind_refuses_a_repeat_of_its_key() {
+    let mut t = table();
+    t.cuda_family.push(t.cuda_family[0].clone());
+    t.gpu_peak.push(t.gpu_peak[0].clone());
+    t.numpy1.push(t.numpy1[0].clone());
+    t.channel.push(t.channel[0].clone());
+    let mut base = t.base_image[1].clone();
+    base.image = "python:3.99-slim-bookworm".into();
+    t.base_image.push(base);
+    t.wheel_aarch64.push(t.wheel_aarch64[0].clone());
+    t.conda_forge_build.push(t.conda_forge_build[0].clone());
+    let problems = t.check().join("\n");
+    for kind in [
+        "cuda_family",
+        "gpu_peak",
+        "numpy1",
+        "channel",
+        "base_image",
+        "wheel_aarch64",
+        "conda_forge_build",
+    ] {
+        assert!(
+            problems.contains(&format!("[[{kind}]] repeats the key")),
+            "{kind}: {problems}"
+        );
+    }
+    // The sorted kinds refuse a repeat too (their order check), and GPU names their own.
+    let mut t = table();
+    t.cuda.push(t.cuda.last().unwrap().clone());
+    t.driver_branch
+        .push(t.driver_branch.last().unwrap().clone());
+    t.arch.push(t.arch.last().unwrap().clone());
+    t.python.push(t.python.last().unwrap().clone());
+    t.torch.push(t.torch.last().unwrap().clone());
+    t.wheel.push(t.wheel.last().unwrap().clone());
+    let problems = t.check().join("\n");
+    for kind in ["cuda", "driver_branch", "arch", "python", "torch", "wheel"] {
+        assert!(
+            problems.contains(&format!("[[{kind}]] rows are not sorted or repeat a key")),
+            "{kind}: {problems}"
+        );
+    }
+}
+
+#[test]
+fn the_tables_dates_are_real_days() {
+    let mut t = table();
+    t.meta.as_of = "2026-02-30".into();
+    t.python[0].eol = "2023-04-31".into();
+    let problems = t.check().join("\n");
+    assert!(problems.contains("[meta] as_of `2026-02-30`"), "{problems}");
+    assert!(problems.contains("eol `2023-04-31`"), "{problems}");
+}

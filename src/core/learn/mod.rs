@@ -232,19 +232,9 @@ pub fn split_arch(entries: &[String]) -> (Vec<Cc>, Vec<Cc>) {
     (cubins, ptx)
 }
 
-/// `YYYY-MM-DD` with a plausible month and day.
+/// `YYYY-MM-DD`, a real calendar day (the one rule, `core::rules::date`).
 pub fn is_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' {
-        return false;
-    }
-    let num = |r: std::ops::Range<usize>| s[r].parse::<u32>().ok();
-    let digits = [0..4, 5..7, 8..10]
-        .iter()
-        .all(|r| s[r.clone()].bytes().all(|c| c.is_ascii_digit()));
-    digits
-        && num(5..7).is_some_and(|m| (1..=12).contains(&m))
-        && num(8..10).is_some_and(|d| (1..=31).contains(&d))
+    crate::core::rules::date(s)
 }
 
 /// `sm_75 sm_80`, `compute_120`, or `none`.

@@ -137,6 +137,7 @@ mod tests {
             md5: Some("b".repeat(32)),
             build: Some("h0_0".into()),
             subdir: Some(subdir.into()),
+            yanked: None,
         }
     }
 

@@ -183,6 +183,7 @@ mod tests {
             md5: None,
             build: None,
             subdir: None,
+            yanked: None,
         }
     }
 

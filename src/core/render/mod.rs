@@ -762,14 +762,14 @@ fn check_install_values(c: &mut ValueCheck, lock: &Lock) {
             Ok((req, None)) => (req, true),
             Err(_) => (s.as_str(), false),
         };
-        let direct = matches!(
-            crate::core::spec::parse_pip_pkg(req),
-            crate::core::spec::PkgParse::Ok(p) if p.url.is_some()
-        );
+        let parsed = crate::core::spec::parse_pip_pkg(req);
+        // The spec's parser holds the name to the one PEP 508 rule, a range's too.
+        let named = !matches!(parsed, crate::core::spec::PkgParse::Invalid(_));
+        let direct = matches!(parsed, crate::core::spec::PkgParse::Ok(p) if p.url.is_some());
         c.check(
             "install.pip",
             s,
-            marker_ok && (direct || word(req, "._-=[],!<>~+*")),
+            marker_ok && named && (direct || word(req, "._-=[],!<>~+*")),
             "a pinned pip requirement",
         );
     }
@@ -885,7 +885,7 @@ fn check_conda_values(c: &mut ValueCheck, p: &crate::core::lock::ClosurePkg) {
 /// Package names and versions, CUDA and driver versions.
 fn check_version_values(c: &mut ValueCheck, lock: &Lock) {
     for (k, v) in &lock.packages {
-        c.check("packages", k, word(k, "._-"), "a package name");
+        c.check("packages", k, rules::package_name(k), "a package name");
         c.check("packages", v, rules::version(v), "an exact version");
     }
     c.check("cuda", &lock.cuda, word(&lock.cuda, "."), "a CUDA version");

@@ -9,6 +9,7 @@ use super::raw::RawSpec;
 use super::safety::is_name;
 use super::sources::is_channel;
 use super::{CondaPkg, PipPkg};
+use crate::core::rules::package_name;
 
 /// Packages the spec manages through its own keys; naming them in `conda`/`pip` is a conflict.
 const MANAGED: &[(&str, &str)] = &[
@@ -22,6 +23,28 @@ const MANAGED: &[(&str, &str)] = &[
     ("cuda-version", "cuda"),
     ("pytorch-gpu", "pytorch"),
 ];
+
+/// A package or extra name the spec takes: lowercase, at most 64 characters, and a PEP 508
+/// name (the one rule, [`package_name`]), so pip and conda never meet one at build time.
+fn is_package_name(s: &str) -> bool {
+    is_name(s) && package_name(s)
+}
+
+/// Why `name` (of the entry `s`) is not a package name, or `None`: a name that only breaks
+/// PEP 508's edges (`foo_`, `foo.`) says so, not "not `name==version`".
+fn bad_name(s: &str, name: &str, form: &str) -> Option<String> {
+    if is_package_name(name) {
+        return None;
+    }
+    Some(if is_name(name) || name.starts_with(['-', '_', '.']) {
+        format!(
+            "`{s}`: the name is not a valid package name (PEP 508: letters, digits, `.`, `_` \
+             and `-`, starting and ending with a letter or digit)"
+        )
+    } else {
+        format!("`{s}` is not `{form}`")
+    })
+}
 
 /// Parsed form of an extra package line.
 pub enum PkgParse<T> {
@@ -48,8 +71,8 @@ pub fn parse_conda_pkg(s: &str) -> PkgParse<CondaPkg> {
         .unwrap_or(rest.len());
     let (name, spec) = rest.split_at(split_at);
     let name = name.trim().to_ascii_lowercase();
-    if !is_name(&name) {
-        return PkgParse::Invalid(format!("`{s}` is not `name=version`"));
+    if let Some(why) = bad_name(s, &name, "name=version") {
+        return PkgParse::Invalid(why);
     }
     let spec = spec.trim();
     let version = spec.strip_prefix("==").or_else(|| spec.strip_prefix('='));
@@ -93,8 +116,8 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
         .unwrap_or(s.len());
     let (name, rest) = s.split_at(split_at);
     let name = name.trim().to_ascii_lowercase().replace('_', "-");
-    if !is_name(&name) {
-        return PkgParse::Invalid(format!("`{s}` is not `name==version`"));
+    if let Some(why) = bad_name(s, &name, "name==version") {
+        return PkgParse::Invalid(why);
     }
     let (extras, rest) = match rest.strip_prefix('[') {
         Some(r) => match r.split_once(']') {
@@ -108,7 +131,7 @@ pub fn parse_pip_pkg(s: &str) -> PkgParse<PipPkg> {
         },
         None => (Vec::new(), rest),
     };
-    if extras.iter().any(|e| !is_name(e)) {
+    if extras.iter().any(|e| !is_package_name(e)) {
         return PkgParse::Invalid(format!("`{s}`: bad extras"));
     }
     let rest = rest.trim();
@@ -255,7 +278,7 @@ pub fn bare_reference(line: &str) -> Option<BareReference> {
     };
     Some(BareReference {
         url: url.to_string(),
-        egg: egg.filter(|e| is_name(e)),
+        egg: egg.filter(|e| is_package_name(e)),
         editable,
     })
 }

@@ -11,7 +11,7 @@ use super::{PipSources, Source};
 use crate::core::rules::{is_safe_path, MAX_VALUE_LEN};
 
 const CHANNEL_NAME_HINT: &str =
-    "a channel is a name such as `conda-forge`, a label channel such as `nvidia/label/cuda-12.4.1`, or an https:// URL without spaces or quotes";
+    "a channel is a name such as `conda-forge`, a label channel such as `nvidia/label/cuda-12.4.1`, or an https:// URL without spaces, quotes or `.`/`..` segments";
 
 /// A conda channel: a name, a label channel (`nvidia/label/cuda-12.4.1`: names joined by `/`),
 /// or an http(s) URL of plain characters.
@@ -22,6 +22,7 @@ pub(super) fn is_channel(c: &str) -> bool {
     {
         return !rest.is_empty()
             && c.len() <= MAX_VALUE_LEN
+            && crate::core::url::path_trick(c).is_none()
             && rest.bytes().all(|b| {
                 b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'/' | b':')
             });
@@ -251,6 +252,14 @@ pub fn pip_location_rule(value: &str, dirs: bool) -> Result<String, (String, &'s
         return Err((
             format!("`{value}` is not a plain http(s) URL"),
             "use letters, digits and . _ - / : + = only (no query strings, fragments or spaces)",
+        ));
+    }
+    // The lock's entries are checked against their index's URL: one with a path trick would
+    // be taken here and every entry refused later, as if edited by hand.
+    if let Some(trick) = crate::core::url::path_trick(value) {
+        return Err((
+            format!("`{value}` has {trick}"),
+            "write the index's URL as its server names it, without `.` or `..` segments",
         ));
     }
     if host == "download.pytorch.org" {

@@ -465,13 +465,14 @@ fn lock_opts(cx: &mut Ctx, spec: &RawSpec) -> super::LockOpts {
             .iter()
             .any(|p| u.strip_prefix(p).is_some_and(|r| r.is_empty() || r.starts_with([':', '/'])));
         let ok = (u.starts_with("https://") || u.starts_with("file:///") || local_http)
-            && !u.contains(char::is_whitespace);
+            && !u.contains(char::is_whitespace)
+            && crate::core::url::path_trick(u).is_none();
         if !ok {
             cx.err(
                 INVALID_SPEC,
                 "lock.index-url",
                 format!("`{u}` is not an index URL envbuild accepts"),
-                Some("use an https:// URL (http:// only for 127.0.0.1 or localhost), or file:///path".into()),
+                Some("use an https:// URL (http:// only for 127.0.0.1 or localhost), or file:///path, without `.` or `..` segments".into()),
             );
             return None;
         }
