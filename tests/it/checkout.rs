@@ -2,9 +2,8 @@
 //! links a pull request can plant beside a spec make envbuild run none of their code and write
 //! nothing outside the outputs its command names.
 
-use crate::conda_closure::{pip_in_conda_spec, FORGE_EXTRAS};
+use crate::conda_closure::{pip_in_conda_sources, pip_in_conda_spec};
 use crate::support::closure::{add_wheels, WHEELS};
-use crate::support::conda_channel::{add_packages, Server};
 use crate::support::*;
 use std::fs;
 use std::path::Path;
@@ -37,22 +36,21 @@ fn plant_code(project: &Path, marker: &Path) {
     fs::set_permissions(&uv, perms).unwrap();
 }
 
+/// Fail when planted code left its mark.
+fn assert_nothing_ran(marker: &Path) {
+    assert!(
+        !marker.exists(),
+        "the checkout's code ran: {}",
+        fs::read_to_string(marker).unwrap_or_default()
+    );
+}
+
 /// A lock whose closure needs the stand-in writer (a Python helper: pip extras in a conda
 /// environment) run in a checkout that plants standard-library modules and a `uv`, with `.`
 /// and an empty entry on `PATH`: nothing planted runs, and the lock is written as usual.
 #[test]
 fn a_checkouts_code_never_runs_at_lock_time() {
-    let ch = tempdir();
-    add_packages(ch.path(), FORGE_EXTRAS);
-    let server = Server::start(ch.path());
-    let idx = tempdir();
-    add_wheels(idx.path(), WHEELS);
-    add_wheels(
-        idx.path(),
-        r#"[{"name": "faiss-like", "version": "1.9.0", "requires": ["libfaiss-wheel"]},
-            {"name": "libfaiss-wheel", "version": "1.0"},
-            {"name": "uses-faiss", "version": "1.0", "requires": ["faiss-like>=1.9"]}]"#,
-    );
+    let (_ch, server, idx) = pip_in_conda_sources();
     let work = tempdir();
     let outside = tempdir();
     let marker = outside.path().join("ran");
@@ -80,11 +78,7 @@ fn a_checkouts_code_never_runs_at_lock_time() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    assert!(
-        !marker.exists(),
-        "the checkout's code ran: {}",
-        fs::read_to_string(&marker).unwrap_or_default()
-    );
+    assert_nothing_ran(&marker);
     assert!(work.path().join("envbuild.lock").is_file());
 }
 
@@ -189,11 +183,7 @@ fn the_smoke_test_imports_nothing_from_the_folder_it_is_run_in() {
         "{}",
         stdout_of(&out)
     );
-    assert!(
-        !marker.exists(),
-        "the checkout's code ran: {}",
-        fs::read_to_string(&marker).unwrap_or_default()
-    );
+    assert_nothing_ran(&marker);
 }
 
 /// Every file under `dir` (links as `-> target`), with its bytes, but what `skip` names.
@@ -327,11 +317,7 @@ fn a_hostile_checkout_runs_nothing_writes_nowhere_and_reaches_no_other_host() {
     run(&["render", "envbuild.lock", "--out", "out"]);
     run(&["render", "envbuild.toml", "--out", "out2"]);
 
-    assert!(
-        !marker.exists(),
-        "planted code ran: {}",
-        fs::read_to_string(&marker).unwrap_or_default()
-    );
+    assert_nothing_ran(&marker);
     assert_eq!(
         hits.load(std::sync::atomic::Ordering::SeqCst),
         0,

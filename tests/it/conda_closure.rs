@@ -518,7 +518,7 @@ fn a_conda_package_without_an_md5_is_refused_by_name() {
 /// build, and `numpy-like` 1.0.5 (a Python package pip's torch also needs, in a release the
 /// index does not have); the PyPI side is the made-up wheel index of the pip closure tests, plus
 /// PyPI's own `faiss-like`, whose metadata needs a wheel conda's build does not.
-pub(crate) const FORGE_EXTRAS: &str = r#"[
+const FORGE_EXTRAS: &str = r#"[
 {"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cuda_h0_0","build_number":1,"depends":["__cuda >=12","python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
 {"channel":"conda-forge","subdir":"linux-aarch64","name":"faiss-like","version":"1.9.0","build":"cpu_h0_0","depends":["python >=3.11,<3.14"]},
@@ -541,8 +541,9 @@ pub(crate) fn pip_in_conda_spec(index: &Path, platform: &str, target: &str) -> S
     )
 }
 
-#[test]
-fn pip_extras_in_a_conda_env_take_condas_packages_as_installed() {
+/// The channel (served) and the wheel index of [`pip_in_conda_spec`]: conda-forge's extras, and
+/// wheels of which faiss-like is also conda's.
+pub(crate) fn pip_in_conda_sources() -> (tempfile::TempDir, Server, tempfile::TempDir) {
     let ch = tempdir();
     add_packages(ch.path(), FORGE_EXTRAS);
     let server = Server::start(ch.path());
@@ -554,6 +555,12 @@ fn pip_extras_in_a_conda_env_take_condas_packages_as_installed() {
             {"name": "libfaiss-wheel", "version": "1.0"},
             {"name": "uses-faiss", "version": "1.0", "requires": ["faiss-like>=1.9"]}]"#,
     );
+    (ch, server, idx)
+}
+
+#[test]
+fn pip_extras_in_a_conda_env_take_condas_packages_as_installed() {
+    let (_ch, server, idx) = pip_in_conda_sources();
     let work = tempdir();
     write(
         work.path(),
