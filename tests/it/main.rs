@@ -25,6 +25,8 @@ mod doctor;
 mod engine_faults;
 // The first hour's messages, each with its way forward (doctor, smoke, image offline, lock).
 mod first_hour;
+// The fuzz corpus (fuzz/corpus) replayed through the fuzz targets' checks, crashes included.
+mod fuzz_corpus;
 // `envbuild import`: environment.yml in, a spec that locks out.
 mod import;
 // `TABLE_MISMATCH` after a smoke test with a lock, and `table learn`.
