@@ -54,16 +54,26 @@ const OPERATORS: &[&str] = &[
 /// The hint for a marker the spec refuses.
 pub const HINT: &str = "write a PEP 508 marker on the variables python_version, python_full_version, implementation_version, os_name, sys_platform, platform_system, platform_machine, implementation_name or platform_python_implementation, with double-quoted values of letters, digits and `._-+*`, e.g. `urllib3>=2.5; python_version > \"3.8\"`";
 
+/// The longest marker read, as written and as its canonical text.
+const MAX_LEN: usize = 512;
+
 /// Parse a marker, or say why it is not one envbuild reads.
 pub fn parse(s: &str) -> Result<Marker, String> {
-    if s.len() > 512 {
-        return Err("a marker longer than 512 characters".into());
+    if s.len() > MAX_LEN {
+        return Err(format!("a marker longer than {MAX_LEN} characters"));
     }
     let tokens = tokenize(s)?;
     let mut p = Parser { tokens, at: 0 };
     let m = p.or(0)?;
     if p.at != p.tokens.len() {
         return Err(format!("`{s}` is not a marker envbuild can read"));
+    }
+    // The canonical text is what the spec and the lock keep, and it can be longer than what
+    // was written (spaces around operators): it must read back under the same bound.
+    if m.canonical().len() > MAX_LEN {
+        return Err(format!(
+            "a marker longer than {MAX_LEN} characters once written out"
+        ));
     }
     Ok(m)
 }
@@ -486,5 +496,22 @@ mod tests {
                 .canonical(),
             "os_name == \"posix\" or os_name == \"nt\" and sys_platform != \"win32\""
         );
+    }
+
+    /// The canonical text is what the spec and the lock keep, and it can be longer than what
+    /// was written (spaces around operators, double quotes): a marker is read only when that
+    /// text reads back (the fuzz target's round trip; fuzz/corpus/marker/crash-canonical-too-long).
+    #[test]
+    fn a_marker_is_read_only_when_its_canonical_text_reads_back() {
+        let compact = vec!["python_version<'3.9'"; 22].join("or ");
+        assert!(compact.len() <= 512);
+        for written in [compact.as_str(), "python_version<'3.9'"] {
+            if let Ok(m) = parse(written) {
+                let again = parse(&m.canonical());
+                assert_eq!(again.map(|a| a.canonical()), Ok(m.canonical()), "{written}");
+            }
+        }
+        let refused = parse(&compact).unwrap_err();
+        assert!(refused.contains("512"), "{refused}");
     }
 }

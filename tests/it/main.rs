@@ -31,6 +31,8 @@ mod engine_faults;
 mod first_hour;
 // A hostile user's findings: FIFOs, linked parents, /dev/shm, CA bundles, NVML, ~/.netrc, .venv.
 mod hostile;
+// The fuzz corpus (fuzz/corpus) replayed through the fuzz targets' checks, crashes included.
+mod fuzz_corpus;
 // `envbuild import`: environment.yml in, a spec that locks out.
 mod import;
 // `TABLE_MISMATCH` after a smoke test with a lock, and `table learn`.
