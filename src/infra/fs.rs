@@ -109,21 +109,26 @@ pub fn spec_files(args: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
     Ok(out)
 }
 
-/// The folders from the working folder down to `path`'s folder, each as it is reached (a
-/// path named outside the working folder yields none: its place is the user's to name).
-/// Stops at the first that does not exist yet (it will be made, a real folder).
-fn folders_below_cwd(path: &Path) -> Vec<PathBuf> {
-    // Run from `/` (a container's default), every path is "below": nothing is the checkout's.
-    let Some(cwd) = std::env::current_dir()
+/// The working folder and `path` made absolute against it; `None` when there is none, or it is
+/// `/` (a container's default: every path would be "below", nothing is the checkout's).
+fn in_working_folder(path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let cwd = std::env::current_dir()
         .ok()
-        .filter(|c| c.parent().is_some())
-    else {
-        return Vec::new();
-    };
+        .filter(|c| c.parent().is_some())?;
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
         cwd.join(path)
+    };
+    Some((cwd, abs))
+}
+
+/// The folders from the working folder down to `path`'s folder, each as it is reached (a
+/// path named outside the working folder yields none: its place is the user's to name).
+/// Stops at the first that does not exist yet (it will be made, a real folder).
+fn folders_below_cwd(path: &Path) -> Vec<PathBuf> {
+    let Some((cwd, abs)) = in_working_folder(path) else {
+        return Vec::new();
     };
     let Ok(rel) = abs.strip_prefix(&cwd) else {
         return Vec::new();
@@ -176,16 +181,8 @@ fn no_link_on_the_way(path: &Path) -> Result<(), Failure> {
 /// lies outside it: a checkout's `envbuild.toml -> ~/.config/gh/hosts.yml` must not make
 /// envbuild read, and quote in its errors, a file elsewhere on the machine.
 fn stays_in_working_folder(path: &Path) -> Result<(), String> {
-    let Some(cwd) = std::env::current_dir()
-        .ok()
-        .filter(|c| c.parent().is_some())
-    else {
+    let Some((cwd, abs)) = in_working_folder(path) else {
         return Ok(());
-    };
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
     };
     if !abs.starts_with(&cwd)
         || abs
@@ -248,14 +245,12 @@ pub fn read_text(path: &Path, kind: Input) -> Result<String, Failure> {
     if meta.len() > MAX_INPUT_BYTES {
         return Err(too_large(meta.len()));
     }
-    // The cap holds while reading too: a file that grows after the check is cut off.
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| Failure::io(path, &e))?;
-    if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
+    // The bounded reader: opened without blocking, the kind checked again on the descriptor
+    // (a FIFO swapped in since the check), the cap held while reading.
+    let bytes = read_bounded(path, MAX_INPUT_BYTES).map_err(|e| match e.kind() {
+        std::io::ErrorKind::FileTooLarge => too_large(MAX_INPUT_BYTES + 1),
+        _ => Failure::io(path, &e),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         refuse(
             format!(
@@ -288,7 +283,10 @@ pub fn read_bounded(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(meta.len().min(max) as usize);
     file.take(max + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max {
-        return Err(std::io::Error::other(format!("it is over {max} bytes")));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("it is over {max} bytes"),
+        ));
     }
     Ok(bytes)
 }
@@ -356,18 +354,16 @@ pub fn project_wheels(project: &Path, rel: &str) -> Result<Vec<(String, Vec<u8>)
             )),
         )
     };
-    let project_real = std::fs::canonicalize(project).map_err(|e| Failure::io(project, &e))?;
-    let dir = project.join(rel);
-    let real = std::fs::canonicalize(&dir).map_err(|e| Failure::io(&dir, &e))?;
-    if real == project_real {
-        return Err(refuse("is the project itself".into()));
-    }
-    if !real.starts_with(&project_real) {
-        return Err(refuse(format!(
-            "leads out of the project (to `{}`)",
-            shown(&real)
-        )));
-    }
+    let real = match real_in_project(project, &project.join(rel))? {
+        Placed::Inside(real) => real,
+        Placed::Root => return Err(refuse("is the project itself".into())),
+        Placed::Outside(real) => {
+            return Err(refuse(format!(
+                "leads out of the project (to `{}`)",
+                shown(&real)
+            )))
+        }
+    };
     if !real.is_dir() {
         return Err(refuse("is not a folder".into()));
     }
@@ -392,15 +388,39 @@ pub fn project_wheels(project: &Path, rel: &str) -> Result<Vec<(String, Vec<u8>)
     Ok(wheels)
 }
 
+/// Where a path named by the spec really is, every link on the way resolved.
+enum Placed {
+    /// Strictly inside the project: its real path.
+    Inside(PathBuf),
+    /// The project folder itself.
+    Root,
+    /// Elsewhere: its real path.
+    Outside(PathBuf),
+}
+
+/// The one rule for a path the spec names inside the project (`project`, the spec's folder).
+fn real_in_project(project: &Path, path: &Path) -> Result<Placed, Failure> {
+    let project_real = std::fs::canonicalize(project).map_err(|e| Failure::io(project, &e))?;
+    let real = std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?;
+    Ok(if real == project_real {
+        Placed::Root
+    } else if real.starts_with(&project_real) {
+        Placed::Inside(real)
+    } else {
+        Placed::Outside(real)
+    })
+}
+
 /// Refuse (`code`) a `path` named by the spec whose real path (every link on the way
 /// resolved) does not lie strictly inside the project's (`project`, the spec's folder): a link
 /// planted in the checkout must not make envbuild read a file elsewhere on the machine.
 pub fn inside_project(project: &Path, path: &Path, code: Code) -> Result<(), Failure> {
-    let project_real = std::fs::canonicalize(project).map_err(|e| Failure::io(project, &e))?;
-    let real = std::fs::canonicalize(path).map_err(|e| Failure::io(path, &e))?;
-    if real != project_real && real.starts_with(&project_real) {
-        return Ok(());
-    }
+    let real = match real_in_project(project, path)? {
+        Placed::Inside(_) => return Ok(()),
+        Placed::Root | Placed::Outside(_) => {
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+        }
+    };
     Err(Failure::one(
         Diagnostic::error(
             code,

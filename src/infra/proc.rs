@@ -101,13 +101,11 @@ fn stop_for_signal(
     pgid: i32,
     guard: forward::Guard,
     signal: i32,
-    workdir: Option<tempfile::TempDir>,
 ) -> RunError {
     kill_group(pgid);
     let _ = child.wait();
     // The group is dead: nothing writes into the run's temporary folders any more. Removed
     // before the signal is raised again, which may end envbuild without unwinding.
-    drop(workdir);
     crate::infra::scratch::remove_all();
     drop(guard);
     forward::raise(signal);
@@ -167,20 +165,15 @@ pub fn command(name: impl AsRef<std::ffi::OsStr>) -> Command {
 }
 
 fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Output, RunError> {
-    // Every child starts in an empty folder of its own unless its caller chose one: a program
-    // that reads its working folder (Python puts it first on `sys.path` for `-c`, tools read
-    // their config from it) never sees the checkout envbuild was started in.
-    let workdir = match cmd.get_current_dir() {
-        Some(_) => None,
-        None => {
-            let d = tempfile::Builder::new()
-                .prefix("envbuild-child-")
-                .tempdir()
-                .map_err(RunError::Spawn)?;
-            cmd.current_dir(d.path());
-            Some(d)
-        }
-    };
+    // One folder of the child's own, removed even when a signal ends the run: its temporaries
+    // (uv's, Python's) go there, and unless its caller chose one it is its working folder too,
+    // so a program that reads its working folder (Python puts it first on `sys.path` for `-c`,
+    // tools read their config from it) never sees the checkout envbuild was started in.
+    let tmp = crate::infra::scratch::tempdir().map_err(RunError::Spawn)?;
+    cmd.env("TMPDIR", tmp.path());
+    if cmd.get_current_dir().is_none() {
+        cmd.current_dir(tmp.path());
+    }
     cmd.stdin(if input.is_some() {
         Stdio::piped()
     } else {
@@ -189,9 +182,6 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .process_group(0);
-    // The child's temporaries (uv's cache, Python's) go in a folder a signal does not leave.
-    let tmp = crate::infra::scratch::tempdir().map_err(RunError::Spawn)?;
-    cmd.env("TMPDIR", tmp.path());
     let guard = forward::Guard::install();
     let mut child = cmd.spawn().map_err(RunError::Spawn)?;
     // The child leads its own group: the group id is its pid.
@@ -206,7 +196,7 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
     let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(signal) = forward::take() {
-            return Err(stop_for_signal(&mut child, pgid, guard, signal, workdir));
+            return Err(stop_for_signal(&mut child, pgid, guard, signal));
         }
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
@@ -227,7 +217,7 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
     // The child is gone; what it started may still hold the pipes open until the deadline.
     while status.is_some() && !(out.done() && err.done()) {
         if let Some(signal) = forward::take() {
-            return Err(stop_for_signal(&mut child, pgid, guard, signal, workdir));
+            return Err(stop_for_signal(&mut child, pgid, guard, signal));
         }
         if Instant::now() >= deadline {
             kill_group(pgid);
@@ -236,7 +226,6 @@ fn run_fed(mut cmd: Command, input: Option<&[u8]>, limit: Duration) -> Result<Ou
         thread::sleep(POLL);
     }
     drop(guard);
-    drop(workdir);
     // A signal caught after the last look is not lost: it meets envbuild's own disposition.
     if let Some(signal) = forward::take() {
         forward::raise(signal);

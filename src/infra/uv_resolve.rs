@@ -59,11 +59,7 @@ fn netrc_for_uv(get: impl Fn(&str) -> Option<String>) -> Option<String> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| get("HOME").map(|h| Path::new(&h).join(".netrc")))?;
-    let meta = std::fs::metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > 1024 * 1024 {
-        return None;
-    }
-    std::fs::read_to_string(&path)
+    crate::infra::fs::read_bounded_text(&path, crate::infra::fs::MAX_INPUT_BYTES)
         .ok()
         .map(|t| named_hosts_only(&t))
 }
